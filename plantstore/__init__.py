@@ -1,0 +1,1 @@
+"""Plant Store: a small, fast HTTP service that keeps plants."""

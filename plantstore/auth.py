@@ -1,0 +1,48 @@
+"""Bearer-token authentication (RFC 6750) for every resource that does not opt out."""
+
+import hmac
+from collections.abc import Iterable
+
+import falcon
+
+REALM = "plantstore"
+
+
+def _unauthorized(description: str, error: str | None = None) -> falcon.HTTPUnauthorized:
+    challenge = f'Bearer realm="{REALM}"'
+    if error:
+        challenge += f', error="{error}"'
+    return falcon.HTTPUnauthorized(
+        title="Unauthorized", description=description, challenges=[challenge]
+    )
+
+
+class BearerAuth:
+    """Let a request reach its resource only with `Authorization: Bearer <accepted token>`.
+
+    It runs in `process_resource`, before any responder reads the body, and only where a route
+    matched; a resource opts out with a class attribute `auth_required = False`. Tokens are
+    never put into an error message or a log line.
+    """
+
+    def __init__(self, tokens: Iterable[str]) -> None:
+        self._tokens = tuple(token.encode() for token in tokens)
+
+    def process_resource(self, req, resp, resource, params):
+        if not getattr(resource, "auth_required", True):
+            return
+        credentials = req.auth
+        if credentials is None:
+            raise _unauthorized("Send the header 'Authorization: Bearer <token>'.")
+        scheme, _, token = credentials.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            raise _unauthorized("The Authorization header must read 'Bearer <token>'.")
+        if not self._accepts(token.strip().encode()):
+            raise _unauthorized("The bearer token is not accepted.", error="invalid_token")
+
+    def _accepts(self, candidate: bytes) -> bool:
+        """Compare with every token, each in constant time, so timing tells nothing."""
+        accepted = False
+        for token in self._tokens:
+            accepted |= hmac.compare_digest(token, candidate)
+        return accepted

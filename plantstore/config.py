@@ -1,0 +1,81 @@
+"""Configuration, read from the environment in one place."""
+
+import os
+import secrets
+import sys
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_MAX_BODY_BYTES = 65536
+
+
+class ConfigError(ValueError):
+    """A setting in the environment has a value the service cannot use."""
+
+
+def env_int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    """Read a whole number of at least `minimum` from `environ[name]`, or give `default`."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, not {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, not {value}")
+    return value
+
+
+def ensure_token(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Make and announce a random token when none is configured, so the service never runs open.
+
+    It is put into `environ`, so that processes forked afterwards (gunicorn's workers, when this
+    runs in the master) all accept the same token.
+    """
+    if environ.get("PLANTSTORE_TOKENS", "").strip() or environ.get("PLANTSTORE_TOKENS_FILE"):
+        return
+    token = secrets.token_urlsafe(32)
+    environ["PLANTSTORE_TOKENS"] = token
+    print(
+        f"plantstore: no token configured; this run accepts: Authorization: Bearer {token}\n"
+        "plantstore: set PLANTSTORE_TOKENS (comma-separated) or PLANTSTORE_TOKENS_FILE "
+        "(one a line) to choose your own.",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
+    tokens = environ.get("PLANTSTORE_TOKENS", "").split(",")
+    path = environ.get("PLANTSTORE_TOKENS_FILE")
+    if path:
+        try:
+            tokens += Path(path).read_text(encoding="utf-8").splitlines()
+        except OSError as ex:
+            raise ConfigError(f"PLANTSTORE_TOKENS_FILE cannot be read: {ex.strerror}") from None
+    accepted = frozenset(token.strip() for token in tokens if token.strip())
+    if not accepted:
+        raise ConfigError("PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token")
+    if any(not (token.isascii() and token.isprintable()) or " " in token for token in accepted):
+        raise ConfigError("tokens must be printable ASCII without spaces")
+    return accepted
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the app needs to know; tests build one directly instead of using `from_env`."""
+
+    tokens: frozenset[str]
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+    @classmethod
+    def from_env(cls, environ: MutableMapping[str, str] = os.environ) -> "Config":
+        ensure_token(environ)
+        return cls(
+            tokens=_read_tokens(environ),
+            max_body_bytes=env_int(
+                environ, "PLANTSTORE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
+            ),
+        )

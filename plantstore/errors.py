@@ -1,0 +1,30 @@
+"""Every failure, on every path and status, answers JSON: `{"error": <status>, "message": ...}`."""
+
+import falcon
+from marshmallow import ValidationError
+
+
+def serialize_error(req, resp, exception: falcon.HTTPError) -> None:
+    """Write the `Error` body, whatever the client's `Accept` says.
+
+    Falcon's own serializer writes nothing when the client accepts neither JSON nor XML; a
+    client of this API must always be able to read why it failed.
+    """
+    resp.content_type = falcon.MEDIA_JSON
+    resp.media = {
+        "error": exception.status_code,
+        "message": exception.description or exception.title,
+    }
+
+
+def handle_validation_error(req, resp, ex: ValidationError, params) -> None:
+    """Answer 400 naming each wrong field and why, e.g. `id: Not a valid integer.`"""
+    raise falcon.HTTPBadRequest(title="Invalid NewPlant", description=describe(ex.messages))
+
+
+def describe(messages: dict[str, list[str]]) -> str:
+    """Flatten marshmallow's messages into one line; `_schema` is the body as a whole."""
+    return "; ".join(
+        f"{'body' if field == '_schema' else field}: {' '.join(problems)}"
+        for field, problems in messages.items()
+    )

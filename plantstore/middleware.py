@@ -1,0 +1,52 @@
+"""Request plumbing: a request id on every answer, and a bound on every body."""
+
+import io
+import os
+import re
+
+import falcon
+
+#: An incoming X-Request-ID is echoed only when it is this tame: safe in a header and a log line.
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+
+
+class RequestId:
+    """Give every answer an `X-Request-ID`: the client's own when sane, else a fresh one.
+
+    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`).
+    """
+
+    def process_request(self, req, resp):
+        request_id = req.get_header("X-Request-ID")
+        if request_id is None or not _SANE_REQUEST_ID.fullmatch(request_id):
+            request_id = os.urandom(16).hex()
+        resp.set_header("X-Request-ID", request_id)
+
+
+class BodyLimit:
+    """Answer 413 to a body over `max_bytes`, before any responder reads it.
+
+    Falcon bounds reading by Content-Length and has no limit of its own. A chunked body has no
+    Content-Length, so without help Falcon would read it as empty; where the server de-chunks it
+    (gunicorn says so with `wsgi.input_terminated`), it is read here, at most one byte past the
+    limit, and handed on with the Content-Length it turned out to have.
+
+    It runs in `process_resource`, after authentication, so no body is read for a client that
+    is not let in, and none for a path that does not exist.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+
+    def process_resource(self, req, resp, resource, params):
+        length = req.content_length
+        if length is None and req.env.get("wsgi.input_terminated"):
+            body = req.stream.read(self._max_bytes + 1)
+            length = len(body)
+            req.stream = req.env["wsgi.input"] = io.BytesIO(body)
+            req.env["CONTENT_LENGTH"] = str(length)
+        if length is not None and length > self._max_bytes:
+            raise falcon.HTTPContentTooLarge(
+                title="Content Too Large",
+                description=f"The body may hold at most {self._max_bytes} bytes.",
+            )

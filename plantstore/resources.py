@@ -1,0 +1,38 @@
+"""The HTTP resources; they know the contract, not how plants are stored."""
+
+import falcon
+import orjson
+
+from plantstore.schemas import NewPlantSchema, PlantSchema
+from plantstore.stores import PlantStore
+
+_NEW_PLANT = NewPlantSchema()
+_PLANT = PlantSchema()
+
+
+class Plants:
+    """`/plants`: create a plant under the id its client chose."""
+
+    def __init__(self, store: PlantStore) -> None:
+        self._store = store
+
+    def on_post(self, req, resp):
+        """Keep a new plant; an identical repeat answers the same, a different one 409."""
+        new_plant = _NEW_PLANT.load(req.get_media())
+        plant = orjson.dumps(_PLANT.dump(new_plant))
+        kept = self._store.add(new_plant["id"], plant)
+        if kept != plant:
+            raise falcon.HTTPConflict(
+                title="Conflict",
+                description=f"Plant {new_plant['id']} already exists with other content.",
+            )
+        resp.data = kept
+
+
+class Health:
+    """`/healthz`: the process is up and answering; it asks nothing of the store."""
+
+    auth_required = False
+
+    def on_get(self, req, resp):
+        resp.media = {"status": "ok"}

@@ -1,0 +1,60 @@
+"""The contract's bodies; the single source of truth for validation and the OpenAPI document."""
+
+from marshmallow import EXCLUDE, Schema, fields, validate
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+#: Beyond this magnitude a float no longer holds every integer exactly, so `1e17` or
+#: `9007199254740993.0` may not be the number the client wrote.
+LARGEST_EXACT_FLOAT_INTEGER = 2**53
+
+
+class JSONInteger(fields.Integer):
+    """An integer as JSON Schema counts one: `5` and `5.0` are the integer 5.
+
+    `true`, `"5"`, `5.5` and `null` are not integers. A number written with a fraction part or an
+    exponent is parsed as a float; it is accepted only where that float is exact.
+    """
+
+    default_error_messages = {
+        "out_of_range": f"Must be an int64, from {INT64_MIN} to {INT64_MAX}.",
+        "inexact": "Not an exact integer: beyond ±2**53, write it without a fraction part or "
+        "exponent.",
+    }
+
+    def __init__(self, **kwargs):
+        super().__init__(strict=True, **kwargs)
+
+    def _validated(self, value):
+        if type(value) is float and value.is_integer():
+            if abs(value) >= 2**63:
+                raise self.make_error("out_of_range")
+            if abs(value) > LARGEST_EXACT_FLOAT_INTEGER:
+                raise self.make_error("inexact")
+            value = int(value)
+        return super()._validated(value)
+
+
+class PlantSchema(Schema):
+    """`Plant`: what the service answers for a plant."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    error_messages = {"type": "Must be a JSON object."}
+
+    name = fields.String(required=True)
+    tag = fields.String()
+
+
+class NewPlantSchema(PlantSchema):
+    """`NewPlant`: a `Plant` with the `id` a client chose for it; other fields are ignored."""
+
+    id = JSONInteger(required=True, validate=validate.Range(min=INT64_MIN, max=INT64_MAX))
+
+
+class ErrorSchema(Schema):
+    """`Error`: the body of every answer that is not a success."""
+
+    error = fields.Integer(required=True, metadata={"format": "int32"})
+    message = fields.String(required=True)
