@@ -1,0 +1,34 @@
+"""The README tells the truth: CI runs its test command, and it names every setting."""
+
+import re
+
+from tests.gunicorn_server import ROOT
+
+README = (ROOT / "README.md").read_text()
+
+
+def quick_start_commands() -> list[str]:
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.+)\n```", quick_start)
+
+
+def test_the_quick_start_has_two_commands_and_ci_runs_the_second():
+    start, test = quick_start_commands()
+    assert "gunicorn -c gunicorn.conf.py" in start
+    ci_commands = [line for line in (ROOT / ".ci/run").read_text().splitlines() if "pytest" in line]
+    assert ci_commands == [test]
+
+
+def test_every_environment_variable_the_code_reads_is_in_the_readme():
+    sources = [*(ROOT / "plantstore").rglob("*.py"), ROOT / "gunicorn.conf.py"]
+    read = set()
+    for source in sources:
+        read |= set(
+            re.findall(
+                r'"((?:PLANTSTORE|GUNICORN)_[A-Z_]+|WEB_CONCURRENCY|FORWARDED_ALLOW_IPS)"',
+                source.read_text(),
+            )
+        )
+    assert read
+    documented = set(re.findall(r"^\| `([A-Z_]+)` \|", README, flags=re.MULTILINE))
+    assert read <= documented

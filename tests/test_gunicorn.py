@@ -1,0 +1,142 @@
+"""The real gunicorn serving the real app, over a loopback socket."""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from tests.gunicorn_server import GUNICORN, ROOT, GunicornServer, server_environ
+
+TOKEN = "gunicorn-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def server():
+    running = GunicornServer(server_environ(PLANTSTORE_TOKENS=TOKEN))
+    yield running
+    running.stop()
+
+
+def test_the_contract_holds_over_a_real_socket(server):
+    status, headers, body = server.request(
+        "POST", "/plants", json.dumps({"id": 1, "name": "fern"}), AUTH
+    )
+    assert (status, json.loads(body)) == (200, {"name": "fern"})
+    assert headers["content-type"] == "application/json"
+
+    status, _, body = server.request("POST", "/plants", json.dumps({"id": 1, "name": "rose"}), AUTH)
+    assert (status, json.loads(body)["error"]) == (409, 409)
+
+    status, headers, body = server.request("POST", "/plants", json.dumps({"id": 2}), {})
+    assert (status, json.loads(body)["error"]) == (401, 401)
+    assert headers["www-authenticate"].startswith("Bearer")
+
+    status, _, body = server.request("GET", "/healthz")
+    assert (status, json.loads(body)) == (200, {"status": "ok"})
+
+
+def chunks(total: int, size: int = 1000):
+    body = b'{"id": 3, "name": "' + b"x" * (total - 21) + b'"}'
+    for start in range(0, len(body), size):
+        yield body[start : start + size]
+
+
+def test_a_chunked_body_within_the_limit_is_served(server):
+    connection = server.connect()
+    connection.request("POST", "/plants", body=chunks(5000), headers=AUTH, encode_chunked=True)
+    response = connection.getresponse()
+    assert response.status == 200
+    assert json.loads(response.read()) == {"name": "x" * 4979}
+    connection.close()
+
+
+def test_a_chunked_body_over_the_limit_is_413(server):
+    connection = server.connect()
+    connection.request("POST", "/plants", body=chunks(70_000), headers=AUTH, encode_chunked=True)
+    response = connection.getresponse()
+    assert response.status == 413
+    assert json.loads(response.read()) == {
+        "error": 413,
+        "message": "The body may hold at most 65536 bytes.",
+    }
+    connection.close()
+    assert server.request("GET", "/healthz")[0] == 200
+
+
+def test_openapi_servers_follow_a_trusted_proxys_scheme_host_and_prefix(server):
+    headers = {"Host": "plants.example", "X-Forwarded-Proto": "https"}
+    _, _, body = server.request("GET", "/openapi.json", headers=headers)
+    assert json.loads(body)["servers"] == [{"url": "https://plants.example"}]
+
+    headers["SCRIPT_NAME"] = "/api"
+    _, _, body = server.request("GET", "/api/openapi.json", headers=headers)
+    assert json.loads(body)["servers"] == [{"url": "https://plants.example/api"}]
+
+
+def test_the_access_log_has_a_line_per_request_and_no_token(server):
+    server.request("POST", "/plants", json.dumps({"id": 5, "name": "fern"}), AUTH)
+    server.request("POST", "/plants", "{}", {**AUTH, "X-Request-ID": "trace-me-1"})
+    server.request("GET", "/nowhere?token=" + TOKEN, headers=AUTH)
+    stdout, stderr = server.stop()
+
+    lines = stdout.splitlines()
+    assert len(lines) == 3
+    line = re.compile(r'127\.0\.0\.1 request_id=(\S+) "(\w+) (\S+)" status=(\d+) duration_us=\d+')
+    fields = [line.fullmatch(entry).groups() for entry in lines]
+    assert [(method, path, status) for _, method, path, status in fields] == [
+        ("POST", "/plants", "200"),
+        ("POST", "/plants", "400"),
+        ("GET", "/nowhere", "404"),
+    ]
+    assert fields[1][0] == "trace-me-1"
+    assert TOKEN not in stdout + stderr
+
+
+def test_with_no_token_configured_one_is_made_and_announced_once():
+    server = GunicornServer(server_environ())
+    notice = server.read_stderr_line()
+    token = re.search(r"Authorization: Bearer (\S+)", notice).group(1)
+    try:
+        plant = json.dumps({"id": 1, "name": "fern"})
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        assert server.request("POST", "/plants", plant, headers)[0] == 200
+        assert server.request("POST", "/plants", plant, {**headers, "Authorization": "x"})[0] == 401
+    finally:
+        stdout, stderr = server.stop()
+    assert token not in stdout + stderr
+
+
+def run_gunicorn(*args, **environ):
+    return subprocess.run(
+        [*GUNICORN, *args],
+        cwd=ROOT,
+        env=server_environ(PLANTSTORE_TOKENS=TOKEN, **environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_configuration_checks_out():
+    assert run_gunicorn("--check-config").returncode == 0
+
+
+def test_more_than_one_worker_with_the_memory_store_is_refused():
+    result = run_gunicorn("--bind=127.0.0.1:0", WEB_CONCURRENCY="2")
+    assert result.returncode != 0
+    assert "one worker" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "complaint"),
+    [
+        ("PLANTSTORE_MAX_BODY_BYTES", "must be a whole number"),
+        ("GUNICORN_THREADS", "must be a whole number"),
+    ],
+)
+def test_a_bad_setting_stops_the_start_with_one_line_naming_it(name, complaint):
+    result = run_gunicorn("--check-config", **{name: "lots"})
+    assert result.returncode != 0
+    assert result.stderr.strip() == f"plantstore: {name} {complaint}, not 'lots'"
