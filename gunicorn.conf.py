@@ -20,7 +20,7 @@ def _int(name: str, default: int, minimum: int = 0) -> int:
 # Read the configuration once here, in the master: a bad value stops the start with one clear
 # line, and a token made up for want of one is made once and inherited by every worker.
 try:
-    Config.from_env()
+    CONFIG = Config.from_env()
 except ConfigError as ex:
     raise SystemExit(f"plantstore: {ex}") from None
 
@@ -36,8 +36,8 @@ workers = _int("WEB_CONCURRENCY", 1, minimum=1)
 worker_class = "gthread"
 threads = _int("GUNICORN_THREADS", 8, minimum=1)
 
-# Proxies whose X-Forwarded-Proto (and SCRIPT_NAME) are trusted: loopback only, by default.
-forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+# Proxies trusted for X-Forwarded-Proto/-For and SCRIPT_NAME (loopback by default), as the app.
+forwarded_allow_ips = ",".join(CONFIG.forwarded_allow_ips)
 
 # Bounds on the request line and headers; a request over them is refused before the app.
 limit_request_line = _int("GUNICORN_LIMIT_REQUEST_LINE", 4094)

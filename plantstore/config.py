@@ -1,5 +1,6 @@
 """Configuration, read from the environment in one place."""
 
+import ipaddress
 import os
 import secrets
 import sys
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_MAX_BODY_BYTES = 65536
+DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 
 
 class ConfigError(ValueError):
@@ -63,12 +65,28 @@ def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
     return accepted
 
 
+def _read_forwarded_allow_ips(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Addresses or networks of trusted proxies, as gunicorn reads them; `*` is everyone."""
+    raw = environ.get("FORWARDED_ALLOW_IPS", DEFAULT_FORWARDED_ALLOW_IPS)
+    allowed = tuple(entry.strip() for entry in raw.split(",") if entry.strip())
+    for entry in allowed:
+        if entry != "*":
+            try:
+                ipaddress.ip_network(entry)
+            except ValueError:
+                raise ConfigError(
+                    f"FORWARDED_ALLOW_IPS must list addresses or networks, not {entry!r}"
+                ) from None
+    return allowed
+
+
 @dataclass(frozen=True)
 class Config:
     """What the app needs to know; tests build one directly instead of using `from_env`."""
 
     tokens: frozenset[str]
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    forwarded_allow_ips: tuple[str, ...] = tuple(DEFAULT_FORWARDED_ALLOW_IPS.split(","))
 
     @classmethod
     def from_env(cls, environ: MutableMapping[str, str] = os.environ) -> "Config":
@@ -78,4 +96,5 @@ class Config:
             max_body_bytes=env_int(
                 environ, "PLANTSTORE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
             ),
+            forwarded_allow_ips=_read_forwarded_allow_ips(environ),
         )
