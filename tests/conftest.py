@@ -1,4 +1,5 @@
 import falcon.testing
+import hypothesis
 import pytest
 
 from plantstore.app import create_app
@@ -34,3 +35,10 @@ def client(app):
 def anonymous(app):
     """A client that sends no credentials."""
     return falcon.testing.TestClient(app)
+
+
+# Property tests draw the same examples on every run, so CI is reproducible, and a bounded number.
+hypothesis.settings.register_profile(
+    "plantstore", derandomize=True, database=None, max_examples=200, deadline=None
+)
+hypothesis.settings.load_profile("plantstore")
