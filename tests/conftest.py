@@ -42,3 +42,19 @@ hypothesis.settings.register_profile(
     "plantstore", derandomize=True, database=None, max_examples=200, deadline=None
 )
 hypothesis.settings.load_profile("plantstore")
+
+
+_FIGURES: list[str] = []
+
+
+@pytest.fixture
+def note_figure():
+    """Let a test note a figure it measured; they are printed together when the run ends."""
+    return _FIGURES.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _FIGURES:
+        terminalreporter.section("figures of this run")
+        for figure in _FIGURES:
+            terminalreporter.write_line(figure)
