@@ -47,7 +47,7 @@ hypothesis.settings.load_profile("plantstore")
 _FIGURES: list[str] = []
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def note_figure():
     """Let a test note a figure it measured; they are printed together when the run ends."""
     return _FIGURES.append
