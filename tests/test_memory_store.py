@@ -1,5 +1,8 @@
 import gc
 import threading
+import tracemalloc
+
+import orjson
 
 from plantstore.stores.memory import MemoryStore
 
@@ -37,3 +40,15 @@ def test_stored_plants_are_not_tracked_by_the_garbage_collector():
     store = MemoryStore()
     store.add(1, b'{"name":"fern"}')
     assert not any(gc.is_tracked(obj) for obj in (*store._plants, *store._plants.values()))
+
+
+def test_a_plant_costs_its_own_size_not_its_serializers_buffer():
+    store = MemoryStore()
+    tracemalloc.start()
+    try:
+        for plant_id in range(1000):
+            store.add(plant_id, orjson.dumps({"name": f"plant-{plant_id}"}))
+        used = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert used < 1000 * 200
