@@ -3,10 +3,9 @@
 import falcon
 import orjson
 
-from plantstore.schemas import NewPlantSchema, PlantSchema
+from plantstore.schemas import PlantSchema, load_new_plant
 from plantstore.stores import PlantStore
 
-_NEW_PLANT = NewPlantSchema()
 _PLANT = PlantSchema()
 
 
@@ -18,7 +17,7 @@ class Plants:
 
     def on_post(self, req, resp):
         """Keep a new plant; an identical repeat answers the same, a different one 409."""
-        new_plant = _NEW_PLANT.load(req.get_media())
+        new_plant = load_new_plant(req.get_media())
         plant = orjson.dumps(_PLANT.dump(new_plant))
         kept = self._store.add(new_plant["id"], plant)
         if kept != plant:

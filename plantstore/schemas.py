@@ -1,6 +1,6 @@
 """The contract's bodies; the single source of truth for validation and the OpenAPI document."""
 
-from marshmallow import EXCLUDE, Schema, fields, validate
+from marshmallow import EXCLUDE, Schema, fields, missing, validate
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -58,3 +58,29 @@ class ErrorSchema(Schema):
 
     error = fields.Integer(required=True, metadata={"format": "int32"})
     message = fields.String(required=True)
+
+
+_NEW_PLANT = NewPlantSchema()
+
+
+def load_new_plant(data: object) -> dict:
+    """Give what `NewPlantSchema().load(data)` gives, taking a shortcut where that is plain.
+
+    marshmallow's field machinery costs more than all the rest of a request (about 85k of 190k
+    instructions). A body whose fields already hold what loading them gives (an int64 `id`,
+    string `name` and `tag`) needs none of it; anything else goes through the schema, which alone
+    decides and words the errors. tests/test_schemas.py checks that both ways agree.
+    """
+    if type(data) is dict:
+        plant_id, name, tag = data.get("id"), data.get("name"), data.get("tag", missing)
+        if (
+            type(plant_id) is int
+            and INT64_MIN <= plant_id <= INT64_MAX
+            and type(name) is str
+            and (tag is missing or type(tag) is str)
+        ):
+            new_plant = {"id": plant_id, "name": name}
+            if tag is not missing:
+                new_plant["tag"] = tag
+            return new_plant
+    return _NEW_PLANT.load(data)

@@ -1,7 +1,9 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from marshmallow import ValidationError
 
-from plantstore.schemas import INT64_MAX, INT64_MIN, NewPlantSchema, PlantSchema
+from plantstore.schemas import INT64_MAX, INT64_MIN, NewPlantSchema, PlantSchema, load_new_plant
 
 new_plant = NewPlantSchema()
 
@@ -77,3 +79,36 @@ def test_new_plant_must_be_an_object(body):
 def test_plant_dump_drops_the_id_and_a_missing_tag():
     assert PlantSchema().dump({"id": 1, "name": "fern"}) == {"name": "fern"}
     assert PlantSchema().dump({"id": 1, "name": "fern", "tag": "t"}) == {"name": "fern", "tag": "t"}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(), children),
+    max_leaves=8,
+)
+new_plant_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.integers(min_value=INT64_MIN - 2, max_value=INT64_MAX + 2) | json_values,
+        "name": st.text() | json_values,
+        "tag": st.text() | json_values,
+        "other": json_values,
+    },
+)
+
+
+@settings(max_examples=500, derandomize=True)
+@given(new_plant_like | json_values)
+def test_the_shortcut_loads_exactly_what_the_schema_loads(body):
+    try:
+        expected = new_plant.load(body)
+    except ValidationError as ex:
+        with pytest.raises(ValidationError) as caught:
+            load_new_plant(body)
+        assert caught.value.messages == ex.messages
+    else:
+        loaded = load_new_plant(body)
+        assert loaded == expected
+        assert {key: type(value) for key, value in loaded.items()} == {
+            key: type(value) for key, value in expected.items()
+        }
