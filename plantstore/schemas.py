@@ -4,8 +4,8 @@ from marshmallow import EXCLUDE, Schema, fields, missing, validate
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
-#: Beyond this magnitude a float no longer holds every integer exactly, so `1e17` or
-#: `9007199254740993.0` may not be the number the client wrote.
+#: Beyond this magnitude a float no longer holds every integer exactly: `9007199254740993.0`
+#: parses as 9007199254740992, not the number the client wrote.
 LARGEST_EXACT_FLOAT_INTEGER = 2**53
 
 
