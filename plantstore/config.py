@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_MAX_BODY_BYTES = 65536
+DEFAULT_STORE = "memory://"
+STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 
 
 class ConfigError(ValueError):
@@ -63,12 +65,35 @@ def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
     return accepted
 
 
+def _read_store(environ: Mapping[str, str]) -> str:
+    """Check the form of `PLANTSTORE_STORE`; `plantstore.stores.open_store` opens it.
+
+    A refused value is not echoed: a mistyped PostgreSQL URL may hold a password.
+    """
+    url = environ.get("PLANTSTORE_STORE", "").strip() or DEFAULT_STORE
+    if url == DEFAULT_STORE:
+        return url
+    if url.startswith("sqlite:///") and url.removeprefix("sqlite:///") not in ("", "/", ":memory:"):
+        return url
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            import psycopg_pool  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: "
+                "pip install 'plantstore[postgres]'"
+            ) from None
+        return url
+    raise ConfigError(f"PLANTSTORE_STORE must be {STORE_FORMS}")
+
+
 @dataclass(frozen=True)
 class Config:
     """What the app needs to know; tests build one directly instead of using `from_env`."""
 
     tokens: frozenset[str]
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    store_url: str = DEFAULT_STORE
 
     @classmethod
     def from_env(cls, environ: MutableMapping[str, str] = os.environ) -> "Config":
@@ -78,4 +103,5 @@ class Config:
             max_body_bytes=env_int(
                 environ, "PLANTSTORE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
             ),
+            store_url=_read_store(environ),
         )

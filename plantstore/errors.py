@@ -3,6 +3,11 @@
 import falcon
 from marshmallow import ValidationError
 
+from plantstore.stores import StoreUnavailable
+
+#: Seconds a client is told to wait before it tries again, when the store cannot serve.
+RETRY_AFTER_SECONDS = 1
+
 
 def serialize_error(req, resp, exception: falcon.HTTPError) -> None:
     """Write the `Error` body, whatever the client's `Accept` says.
@@ -20,6 +25,16 @@ def serialize_error(req, resp, exception: falcon.HTTPError) -> None:
 def handle_validation_error(req, resp, ex: ValidationError, params) -> None:
     """Answer 400 naming each wrong field and why, e.g. `id: Not a valid integer.`"""
     raise falcon.HTTPBadRequest(title="Invalid NewPlant", description=describe(ex.messages))
+
+
+def handle_store_unavailable(req, resp, ex: StoreUnavailable, params) -> None:
+    """Answer 503 with a retry hint; why goes to the log, not to the client."""
+    req.log_error(f"plantstore: store unavailable: {ex}\n")
+    raise falcon.HTTPServiceUnavailable(
+        title="Service Unavailable",
+        description="The store cannot serve right now; try again shortly.",
+        retry_after=RETRY_AFTER_SECONDS,
+    )
 
 
 def describe(messages: dict[str, list[str]]) -> str:

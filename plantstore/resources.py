@@ -4,7 +4,7 @@ import falcon
 import orjson
 
 from plantstore.schemas import PlantSchema, load_new_plant
-from plantstore.stores import PlantStore
+from plantstore.stores import PlantStore, StoreUnavailable
 
 _PLANT = PlantSchema()
 
@@ -35,3 +35,17 @@ class Health:
 
     def on_get(self, req, resp):
         resp.media = {"status": "ok"}
+
+
+class Readiness:
+    """`/readyz`: whether the store can serve now, so a balancer sends traffic only then."""
+
+    auth_required = False
+
+    def __init__(self, store: PlantStore) -> None:
+        self._store = store
+
+    def on_get(self, req, resp):
+        if not self._store.ready():
+            raise StoreUnavailable("not ready")
+        resp.media = {"status": "ready"}

@@ -17,3 +17,9 @@ class MemoryStore:
     def add(self, plant_id: int, plant: bytes) -> bytes:
         with self._lock:
             return self._plants.setdefault(plant_id, plant)
+
+    def ready(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        """Nothing to let go of: the plants go with the process."""
