@@ -84,3 +84,17 @@ def test_postgresql_going_down_answers_503_and_recovers_without_a_restart(config
     finally:
         store.close()
         late_store.close()
+
+
+def test_a_postgresql_restart_between_requests_costs_no_request(config, postgres_cluster):
+    """The pooled connection the restart broke is replaced, not answered with a 503."""
+    store = PostgresStore(postgres_cluster.url())
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        postgres_cluster.stop()
+        postgres_cluster.start()
+        assert client.simulate_post("/plants", json={"id": 2, "name": "ivy"}).status_code == 200
+        assert client.simulate_get("/readyz").status_code == 200
+    finally:
+        store.close()

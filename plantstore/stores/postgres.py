@@ -1,5 +1,9 @@
 """A store in PostgreSQL: durable, and shared by every process on every machine."""
 
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+
 import psycopg
 from psycopg_pool import ConnectionPool
 
@@ -14,6 +18,8 @@ WAIT_SECONDS = 3.0
 #: that it gives up and the next request that needs a connection starts a fresh attempt, so
 #: the store is never more than a few seconds late in noticing that the server is back.
 RECONNECT_SECONDS = 10.0
+
+_T = TypeVar("_T")
 
 #: Held while the table is made, so that workers starting together do not race to make it.
 _CREATE_TABLE_LOCK = 0x706C616E7473
@@ -58,29 +64,49 @@ class PostgresStore:
         )
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        try:
-            with self._pool.connection() as connection:
-                inserted = connection.execute(
-                    "INSERT INTO plants (id, plant) VALUES (%s, %s::json) "
-                    "ON CONFLICT (id) DO NOTHING",
-                    (plant_id, plant.decode()),
-                ).rowcount
-                if inserted:
-                    return plant
-                (kept,) = connection.execute(
-                    "SELECT plant::text FROM plants WHERE id = %s", (plant_id,)
-                ).fetchone()
-        except psycopg.OperationalError as ex:
-            raise StoreUnavailable(f"PostgreSQL: {ex}") from ex
-        return kept.encode()
+        return self._on_a_connection(partial(_add, plant_id=plant_id, plant=plant))
 
     def ready(self) -> bool:
         try:
-            with self._pool.connection() as connection:
-                connection.execute("SELECT 1")
-        except psycopg.OperationalError:
+            self._on_a_connection(_ping)
+        except StoreUnavailable:
             return False
         return True
 
     def close(self) -> None:
         self._pool.close()
+
+    def _on_a_connection(self, work: Callable[[psycopg.Connection], _T]) -> _T:
+        """Do `work` on a pooled connection; on one the server dropped, do it again on another.
+
+        A pooled connection the server dropped while idle (it restarted) fails only when used;
+        each is then thrown away, so a restart costs no request. `work` is safe to repeat: a
+        plant is only inserted where the id holds none.
+        """
+        for _ in range(POOL_SIZE + 1):
+            connection = None
+            try:
+                with self._pool.connection() as connection:
+                    return work(connection)
+            except psycopg.OperationalError as ex:
+                if connection is None or not connection.broken:
+                    raise StoreUnavailable(f"PostgreSQL: {ex}") from ex
+                lost = ex
+        raise StoreUnavailable(f"PostgreSQL: {lost}") from lost
+
+
+def _add(connection: psycopg.Connection, plant_id: int, plant: bytes) -> bytes:
+    inserted = connection.execute(
+        "INSERT INTO plants (id, plant) VALUES (%s, %s::json) ON CONFLICT (id) DO NOTHING",
+        (plant_id, plant.decode()),
+    ).rowcount
+    if inserted:
+        return plant
+    (kept,) = connection.execute(
+        "SELECT plant::text FROM plants WHERE id = %s", (plant_id,)
+    ).fetchone()
+    return kept.encode()
+
+
+def _ping(connection: psycopg.Connection) -> None:
+    connection.execute("SELECT 1")
