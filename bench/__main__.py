@@ -13,7 +13,7 @@ from importlib.metadata import version
 
 from bench import inprocess, loopback, memory
 from bench.environs import InvalidRun
-from bench.profile import profile
+from bench.profiling import profile
 from bench.server import ROOT
 
 PARTS = ("inprocess", "loopback", "tail", "memory")

@@ -121,7 +121,8 @@ def tail(
     """The service with an empty memory store against one holding `plants` plants.
 
     Both are `bench.preloaded:app`, loaded before the fork (`--preload`) so that filling the
-    store is not cut short by the worker timeout; only the store's size differs.
+    store is not cut short by the worker timeout; only the store's size differs. The empty one
+    keeps what earlier runs created, a few per cent of the full one's plants by the last run.
     """
     preloaded = ["--preload", "bench.preloaded:app"]
     servers = {

@@ -1,5 +1,7 @@
 -- wrk script: POST /plants with a fresh id each request, and count every answer that is not 200.
 -- Arguments after `--`: the first id, the number of wrk threads, the bearer token.
+-- wrk calls request() once more before the run to check the script: that id is skipped, and no
+-- id is ever sent twice.
 
 local threads = {}
 
