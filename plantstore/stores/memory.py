@@ -15,8 +15,10 @@ class MemoryStore:
         self._lock = threading.Lock()
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
+        # Keep a right-sized copy: bytes made by orjson hold on to its whole 4 KiB buffer.
+        compact = bytes(memoryview(plant))
         with self._lock:
-            return self._plants.setdefault(plant_id, plant)
+            return self._plants.setdefault(plant_id, compact)
 
     def ready(self) -> bool:
         return True
