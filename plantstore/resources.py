@@ -3,10 +3,8 @@
 import falcon
 import orjson
 
-from plantstore.schemas import PlantSchema, load_new_plant
+from plantstore.schemas import dump_plant, load_new_plant
 from plantstore.stores import PlantStore, StoreUnavailable
-
-_PLANT = PlantSchema()
 
 
 class Plants:
@@ -18,7 +16,7 @@ class Plants:
     def on_post(self, req, resp):
         """Keep a new plant; an identical repeat answers the same, a different one 409."""
         new_plant = load_new_plant(req.get_media())
-        plant = orjson.dumps(_PLANT.dump(new_plant))
+        plant = orjson.dumps(dump_plant(new_plant))
         kept = self._store.add(new_plant["id"], plant)
         if kept != plant:
             raise falcon.HTTPConflict(

@@ -3,7 +3,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from marshmallow import ValidationError
 
-from plantstore.schemas import INT64_MAX, INT64_MIN, NewPlantSchema, PlantSchema, load_new_plant
+from plantstore.schemas import (
+    INT64_MAX,
+    INT64_MIN,
+    NewPlantSchema,
+    PlantSchema,
+    dump_plant,
+    load_new_plant,
+)
 
 new_plant = NewPlantSchema()
 
@@ -112,3 +119,16 @@ def test_the_shortcut_loads_exactly_what_the_schema_loads(body):
         assert {key: type(value) for key, value in loaded.items()} == {
             key: type(value) for key, value in expected.items()
         }
+
+
+valid_new_plants = st.fixed_dictionaries(
+    {"id": st.integers(min_value=INT64_MIN, max_value=INT64_MAX), "name": st.text()},
+    optional={"tag": st.text(), "other": json_values},
+)
+
+
+@settings(max_examples=200, derandomize=True)
+@given(valid_new_plants)
+def test_dump_plant_dumps_exactly_what_the_schema_dumps(body):
+    loaded = new_plant.load(body)
+    assert list(dump_plant(loaded).items()) == list(PlantSchema().dump(loaded).items())
