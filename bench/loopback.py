@@ -17,8 +17,8 @@ from bench.server import Server, server_environ
 from bench.wrk import ensure_wrk, wrk_load
 
 #: The stores served from, each as the environment that selects it (`{tmp}`: a fresh folder).
-#: A durable store is one line more, e.g. `"sqlite": {"PLANTSTORE_STORE": "sqlite:///{tmp}/b.db"}`.
-STORES = {"memory": {}}
+#: PostgreSQL is left out: it would need a server of its own, which the bench does not start.
+STORES = {"memory": {}, "sqlite": {"PLANTSTORE_STORE": "sqlite:///{tmp}/plants.db"}}
 
 #: Ids of each run start this far apart, so every request of a run creates a plant.
 IDS_PER_RUN = 100_000_000
