@@ -6,7 +6,7 @@ Every setting can be changed from the environment; a flag on the command line (`
 
 import os
 
-from plantstore.config import Config, ConfigError, env_int
+from plantstore.config import DEFAULT_STORE, Config, ConfigError, env_int
 
 
 def _int(name: str, default: int, minimum: int = 0) -> int:
@@ -20,24 +20,27 @@ def _int(name: str, default: int, minimum: int = 0) -> int:
 # Read the configuration once here, in the master: a bad value stops the start with one clear
 # line, and a token made up for want of one is made once and inherited by every worker.
 try:
-    CONFIG = Config.from_env()
+    _config = Config.from_env()
 except ConfigError as ex:
     raise SystemExit(f"plantstore: {ex}") from None
+_MEMORY = _config.store_url == DEFAULT_STORE
 
-# The app factory, called in each worker after it forks.
+# The app factory, called in each worker after it forks (the app is not preloaded), so each
+# worker opens its own database connections.
 wsgi_app = "plantstore.app:create_app()"
 
 # bind is left to gunicorn: 127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set.
 
-# One worker process: the memory store is a dict, which processes cannot share.
-workers = _int("WEB_CONCURRENCY", 1, minimum=1)
+# With a shared store (SQLite, PostgreSQL), one worker process per core, so Python runs on
+# every core; with the memory store one, since a dict cannot be shared between processes.
+workers = _int("WEB_CONCURRENCY", 1 if _MEMORY else os.cpu_count() or 1, minimum=1)
 
-# Concurrency comes from threads in that process (gthread worker).
+# Each process serves requests on threads (gthread worker), which overlap waiting for I/O.
 worker_class = "gthread"
 threads = _int("GUNICORN_THREADS", 8, minimum=1)
 
 # Proxies trusted for X-Forwarded-Proto/-For and SCRIPT_NAME (loopback by default), as the app.
-forwarded_allow_ips = ",".join(CONFIG.forwarded_allow_ips)
+forwarded_allow_ips = ",".join(_config.forwarded_allow_ips)
 
 # Bounds on the request line and headers; a request over them is refused before the app.
 limit_request_line = _int("GUNICORN_LIMIT_REQUEST_LINE", 4094)
@@ -65,8 +68,8 @@ control_socket_disable = True
 
 
 def on_starting(server):
-    """Refuse more than one worker: each would keep its own dict, and duplicates would slip."""
-    if server.cfg.workers > 1:
+    """Refuse more than one worker for the memory store: each would keep its own dict."""
+    if _MEMORY and server.cfg.workers > 1:
         raise SystemExit(
             "plantstore: the memory store keeps plants in one process; run one worker "
             f"(WEB_CONCURRENCY=1), not {server.cfg.workers}"

@@ -1,24 +1,32 @@
 """The app factory: config → store → resources → middleware → routes."""
 
+import atexit
+
 import falcon
 import orjson
 from marshmallow import ValidationError
 
 from plantstore.auth import BearerAuth
 from plantstore.config import Config
-from plantstore.errors import handle_validation_error, serialize_error
+from plantstore.errors import handle_store_unavailable, handle_validation_error, serialize_error
 from plantstore.middleware import BodyLimit, RequestId
 from plantstore.openapi import OpenApiDocument
 from plantstore.proxy import ForwardedClient
-from plantstore.resources import Health, Plants
-from plantstore.stores import PlantStore
-from plantstore.stores.memory import MemoryStore
+from plantstore.resources import Health, Plants, Readiness
+from plantstore.stores import PlantStore, StoreUnavailable, open_store
 
 
 def create_app(config: Config | None = None, store: PlantStore | None = None) -> falcon.App:
-    """Build the WSGI app; gunicorn calls this once in each worker."""
+    """Build the WSGI app; gunicorn calls this once in each worker.
+
+    A store it opens itself it also closes, when the process exits. gunicorn does not preload
+    the app, so this runs in each worker after the fork and every worker has connections of
+    its own: keep it so.
+    """
     config = config or Config.from_env()
-    store = store if store is not None else MemoryStore()
+    if store is None:
+        store = open_store(config.store_url)
+        atexit.register(store.close)
 
     app = falcon.App(
         middleware=[
@@ -35,8 +43,10 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app.resp_options.media_handlers = falcon.media.Handlers({falcon.MEDIA_JSON: json})
     app.set_error_serializer(serialize_error)
     app.add_error_handler(ValidationError, handle_validation_error)
+    app.add_error_handler(StoreUnavailable, handle_store_unavailable)
 
     app.add_route("/plants", Plants(store))
     app.add_route("/healthz", Health())
+    app.add_route("/readyz", Readiness(store))
     app.add_route("/openapi.json", OpenApiDocument())
     return app

@@ -5,16 +5,22 @@ from collections.abc import Iterable
 
 import falcon
 
+from plantstore.errors import error_body
+
 REALM = "plantstore"
 
 
-def _unauthorized(description: str, error: str | None = None) -> falcon.HTTPUnauthorized:
+def _refusal(description: str, error: str | None = None) -> tuple[str, bytes]:
+    """A 401 answer, made once: its `WWW-Authenticate` challenge and its `Error` body."""
     challenge = f'Bearer realm="{REALM}"'
     if error:
         challenge += f', error="{error}"'
-    return falcon.HTTPUnauthorized(
-        title="Unauthorized", description=description, challenges=[challenge]
-    )
+    return challenge, error_body(401, description)
+
+
+_NO_CREDENTIALS = _refusal("Send the header 'Authorization: Bearer <token>'.")
+_NOT_BEARER = _refusal("The Authorization header must read 'Bearer <token>'.")
+_NOT_ACCEPTED = _refusal("The bearer token is not accepted.", error="invalid_token")
 
 
 class BearerAuth:
@@ -29,16 +35,21 @@ class BearerAuth:
         self._tokens = tuple(token.encode() for token in tokens)
 
     def process_resource(self, req, resp, resource, params):
-        if not getattr(resource, "auth_required", True):
-            return
-        credentials = req.auth
+        if getattr(resource, "auth_required", True):
+            refusal = self._refusal(req.auth)
+            if refusal:
+                _refuse(resp, refusal)
+
+    def _refusal(self, credentials: str | None) -> tuple[str, bytes] | None:
+        """Tell why these credentials are refused; None when they are accepted."""
         if credentials is None:
-            raise _unauthorized("Send the header 'Authorization: Bearer <token>'.")
+            return _NO_CREDENTIALS
         scheme, _, token = credentials.strip().partition(" ")
         if scheme.lower() != "bearer":
-            raise _unauthorized("The Authorization header must read 'Bearer <token>'.")
+            return _NOT_BEARER
         if not self._accepts(token.strip().encode()):
-            raise _unauthorized("The bearer token is not accepted.", error="invalid_token")
+            return _NOT_ACCEPTED
+        return None
 
     def _accepts(self, candidate: bytes) -> bool:
         """Compare with every token, each in constant time, so timing tells nothing."""
@@ -46,3 +57,17 @@ class BearerAuth:
         for token in self._tokens:
             accepted |= hmac.compare_digest(token, candidate)
         return accepted
+
+
+def _refuse(resp, refusal: tuple[str, bytes]) -> None:
+    """Answer 401 and skip the resource.
+
+    The refusals are constants, so they are written here rather than raised: raising one through
+    Falcon's error handling cost half of the time of a whole 401 answer.
+    """
+    challenge, body = refusal
+    resp.status = falcon.HTTP_401
+    resp.set_header("WWW-Authenticate", challenge)
+    resp.content_type = falcon.MEDIA_JSON
+    resp.data = body
+    resp.complete = True

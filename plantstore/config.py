@@ -10,6 +10,8 @@ from pathlib import Path
 
 DEFAULT_MAX_BODY_BYTES = 65536
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
+DEFAULT_STORE = "memory://"
+STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 
 
 class ConfigError(ValueError):
@@ -80,6 +82,28 @@ def _read_forwarded_allow_ips(environ: Mapping[str, str]) -> tuple[str, ...]:
     return allowed
 
 
+def _read_store(environ: Mapping[str, str]) -> str:
+    """Check the form of `PLANTSTORE_STORE`; `plantstore.stores.open_store` opens it.
+
+    A refused value is not echoed: a mistyped PostgreSQL URL may hold a password.
+    """
+    url = environ.get("PLANTSTORE_STORE", "").strip() or DEFAULT_STORE
+    if url == DEFAULT_STORE:
+        return url
+    if url.startswith("sqlite:///") and url.removeprefix("sqlite:///") not in ("", "/", ":memory:"):
+        return url
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            import psycopg_pool  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: "
+                "pip install 'plantstore[postgres]'"
+            ) from None
+        return url
+    raise ConfigError(f"PLANTSTORE_STORE must be {STORE_FORMS}")
+
+
 @dataclass(frozen=True)
 class Config:
     """What the app needs to know; tests build one directly instead of using `from_env`."""
@@ -87,6 +111,7 @@ class Config:
     tokens: frozenset[str]
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     forwarded_allow_ips: tuple[str, ...] = tuple(DEFAULT_FORWARDED_ALLOW_IPS.split(","))
+    store_url: str = DEFAULT_STORE
 
     @classmethod
     def from_env(cls, environ: MutableMapping[str, str] = os.environ) -> "Config":
@@ -97,4 +122,5 @@ class Config:
                 environ, "PLANTSTORE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
             ),
             forwarded_allow_ips=_read_forwarded_allow_ips(environ),
+            store_url=_read_store(environ),
         )

@@ -1,7 +1,18 @@
 """Every failure, on every path and status, answers JSON: `{"error": <status>, "message": ...}`."""
 
 import falcon
+import orjson
 from marshmallow import ValidationError
+
+from plantstore.stores import StoreUnavailable
+
+#: Seconds a client is told to wait before it tries again, when the store cannot serve.
+RETRY_AFTER_SECONDS = 1
+
+
+def error_body(status: int, message: str) -> bytes:
+    """The `Error` document of an answer with this status."""
+    return orjson.dumps({"error": status, "message": message})
 
 
 def serialize_error(req, resp, exception: falcon.HTTPError) -> None:
@@ -11,15 +22,24 @@ def serialize_error(req, resp, exception: falcon.HTTPError) -> None:
     client of this API must always be able to read why it failed.
     """
     resp.content_type = falcon.MEDIA_JSON
-    resp.media = {
-        "error": exception.status_code,
-        "message": exception.description or exception.title,
-    }
+    resp.data = error_body(exception.status_code, exception.description or exception.title)
 
 
 def handle_validation_error(req, resp, ex: ValidationError, params) -> None:
     """Answer 400 naming each wrong field and why, e.g. `id: Not a valid integer.`"""
-    raise falcon.HTTPBadRequest(title="Invalid NewPlant", description=describe(ex.messages))
+    resp.status = falcon.HTTP_400
+    resp.content_type = falcon.MEDIA_JSON
+    resp.data = error_body(400, describe(ex.messages))
+
+
+def handle_store_unavailable(req, resp, ex: StoreUnavailable, params) -> None:
+    """Answer 503 with a retry hint; why goes to the log, not to the client."""
+    req.log_error(f"plantstore: store unavailable: {ex}\n")
+    raise falcon.HTTPServiceUnavailable(
+        title="Service Unavailable",
+        description="The store cannot serve right now; try again shortly.",
+        retry_after=RETRY_AFTER_SECONDS,
+    )
 
 
 def describe(messages: dict[str, list[str]]) -> str:

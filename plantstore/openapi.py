@@ -13,11 +13,32 @@ PLANT_ERRORS = {
     413: "The body is larger than the service accepts.",
     415: "The body is not JSON (Content-Type must be application/json).",
     500: "An unexpected failure; nothing internal is revealed.",
+    503: "The store cannot serve right now; try again after `Retry-After` seconds.",
+}
+
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before trying again.",
+        "schema": {"type": "integer"},
+    }
 }
 
 
 def _error(description: str) -> dict:
     return {"description": description, "content": {"application/json": {"schema": "Error"}}}
+
+
+def _status(value: str) -> dict:
+    """A body `{"status": value}`, as `/healthz` and `/readyz` answer."""
+    return {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"status": {"type": "string", "const": value}},
+                "required": ["status"],
+            }
+        }
+    }
 
 
 def build_document() -> dict:
@@ -65,6 +86,7 @@ def build_document() -> dict:
                     },
                     **{status: _error(text) for status, text in PLANT_ERRORS.items()},
                     401: unauthorized,
+                    503: {**_error(PLANT_ERRORS[503]), "headers": _RETRY_AFTER},
                 },
             }
         },
@@ -76,19 +98,23 @@ def build_document() -> dict:
                 "summary": "Tell whether the service is up",
                 "operationId": "getHealth",
                 "security": [],
+                "responses": {200: {"description": "The service is up.", "content": _status("ok")}},
+            }
+        },
+    )
+    spec.path(
+        path="/readyz",
+        operations={
+            "get": {
+                "summary": "Tell whether the service can serve plants now",
+                "operationId": "getReadiness",
+                "security": [],
                 "responses": {
-                    200: {
-                        "description": "The service is up.",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "properties": {"status": {"type": "string", "const": "ok"}},
-                                    "required": ["status"],
-                                }
-                            }
-                        },
-                    }
+                    200: {"description": "The store can serve.", "content": _status("ready")},
+                    503: {
+                        **_error("The store cannot serve right now."),
+                        "headers": _RETRY_AFTER,
+                    },
                 },
             }
         },

@@ -3,11 +3,8 @@
 import falcon
 import orjson
 
-from plantstore.schemas import NewPlantSchema, PlantSchema
-from plantstore.stores import PlantStore
-
-_NEW_PLANT = NewPlantSchema()
-_PLANT = PlantSchema()
+from plantstore.schemas import dump_plant, load_new_plant
+from plantstore.stores import PlantStore, StoreUnavailable
 
 
 class Plants:
@@ -18,8 +15,8 @@ class Plants:
 
     def on_post(self, req, resp):
         """Keep a new plant; an identical repeat answers the same, a different one 409."""
-        new_plant = _NEW_PLANT.load(req.get_media())
-        plant = orjson.dumps(_PLANT.dump(new_plant))
+        new_plant = load_new_plant(req.get_media())
+        plant = orjson.dumps(dump_plant(new_plant))
         kept = self._store.add(new_plant["id"], plant)
         if kept != plant:
             raise falcon.HTTPConflict(
@@ -36,3 +33,17 @@ class Health:
 
     def on_get(self, req, resp):
         resp.media = {"status": "ok"}
+
+
+class Readiness:
+    """`/readyz`: whether the store can serve now, so a balancer sends traffic only then."""
+
+    auth_required = False
+
+    def __init__(self, store: PlantStore) -> None:
+        self._store = store
+
+    def on_get(self, req, resp):
+        if not self._store.ready():
+            raise StoreUnavailable("not ready")
+        resp.media = {"status": "ready"}

@@ -1,10 +1,18 @@
+import os
+import uuid
+from urllib.parse import urlsplit
+
 import falcon.testing
 import hypothesis
+import psycopg
 import pytest
+from psycopg import sql
 
 from plantstore.app import create_app
 from plantstore.config import Config
+from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
+from tests.postgres_server import EXTERNAL_URL_VARIABLE, PostgresServer, find_bindir
 
 TOKEN = "test-token-1"
 SECOND_TOKEN = "test-token-2"
@@ -35,6 +43,70 @@ def client(app):
 def anonymous(app):
     """A client that sends no credentials."""
     return falcon.testing.TestClient(app)
+
+
+@pytest.fixture(scope="session")
+def postgres_bindir():
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip(
+            "no PostgreSQL server binaries found (pg_config --bindir, /usr/lib/postgresql/*/bin, "
+            "PATH): install Debian's postgresql package, or name a server in "
+            f"{EXTERNAL_URL_VARIABLE}"
+        )
+    return bindir
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url(request):
+    """A URL of a database on a server where the tests may create databases of their own."""
+    external = os.environ.get(EXTERNAL_URL_VARIABLE)
+    if external:
+        yield external
+        return
+    server = PostgresServer(request.getfixturevalue("postgres_bindir"))
+    yield server.url()
+    server.remove()
+
+
+@pytest.fixture
+def postgres_url(postgres_server_url):
+    """A URL of a fresh, empty database, dropped after the test."""
+    name = f"plantstore_test_{uuid.uuid4().hex}"
+    with psycopg.connect(postgres_server_url, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield urlsplit(postgres_server_url)._replace(path=f"/{name}").geturl()
+    with psycopg.connect(postgres_server_url, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def postgres_cluster(postgres_bindir):
+    """A cluster of the test's own, which it may stop and start."""
+    server = PostgresServer(postgres_bindir)
+    yield server
+    server.remove()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path):
+    return f"sqlite:///{tmp_path / 'plants.db'}"
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store_url(request):
+    """The URL of each kind of store in turn, each empty."""
+    if request.param == "memory":
+        return "memory://"
+    return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture
+def any_store(store_url):
+    """Each kind of store in turn, opened as the service opens it."""
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
 
 
 # Property tests draw the same examples on every run, so CI is reproducible, and a bounded number.

@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, ensure_token, env_int
@@ -58,3 +60,49 @@ def test_no_token_is_made_when_one_is_configured(capsys):
 def test_env_int(raw, value):
     environ = {} if raw is None else {"N": raw}
     assert env_int(environ, "N", 7) == value
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "memory://",
+        "sqlite:///plants.db",
+        "sqlite:////var/lib/plantstore/plants.db",
+        "postgresql://plantstore@db.example/plants",
+        "postgres:///plants",
+    ],
+)
+def test_the_store_is_chosen_by_url(url):
+    assert Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url}).store_url == url
+
+
+def test_the_memory_store_is_the_default():
+    assert Config.from_env({"PLANTSTORE_TOKENS": "a"}).store_url == "memory://"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "plants.db",
+        "sqlite://plants.db",
+        "sqlite:///",
+        "sqlite:////",
+        "sqlite:///:memory:",
+        "mysql://user:hunter2@db/plants",
+        "postgresq://user:hunter2@db/plants",
+        "memory",
+    ],
+)
+def test_any_other_store_is_refused_with_the_accepted_forms_and_not_echoed(url):
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url})
+    assert str(caught.value) == (
+        "PLANTSTORE_STORE must be memory://, sqlite:///relative/path, "
+        "sqlite:////absolute/path or postgresql://..."
+    )
+
+
+def test_postgresql_without_psycopg_is_refused_naming_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg_pool", None)
+    with pytest.raises(ConfigError, match=r"plantstore\[postgres\]"):
+        Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": "postgresql:///plants"})

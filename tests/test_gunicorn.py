@@ -1,6 +1,7 @@
 """The real gunicorn serving the real app, over a loopback socket."""
 
 import json
+import os
 import re
 import subprocess
 
@@ -141,3 +142,22 @@ def test_a_bad_setting_stops_the_start_with_one_line_naming_it(name, complaint):
     result = run_gunicorn("--check-config", **{name: "lots"})
     assert result.returncode != 0
     assert result.stderr.strip() == f"plantstore: {name} {complaint}, not 'lots'"
+
+
+def test_an_unknown_store_stops_the_start_with_one_line_naming_it():
+    result = run_gunicorn("--check-config", PLANTSTORE_STORE="sqlite://plants.db")
+    assert result.returncode != 0
+    assert result.stderr.strip() == (
+        "plantstore: PLANTSTORE_STORE must be memory://, sqlite:///relative/path, "
+        "sqlite:////absolute/path or postgresql://..."
+    )
+
+
+@pytest.mark.parametrize(("store", "workers"), [("memory", 1), ("sqlite", os.cpu_count())])
+def test_workers_default_to_one_for_the_memory_store_and_the_cores_for_a_shared_one(
+    tmp_path, store, workers
+):
+    url = "memory://" if store == "memory" else f"sqlite:///{tmp_path / 'plants.db'}"
+    result = run_gunicorn("--print-config", PLANTSTORE_STORE=url)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^workers +=\s*(\d+)$", result.stdout, re.MULTILINE).group(1) == str(workers)

@@ -91,3 +91,11 @@ def test_servers_honour_the_proxys_scheme_host_and_prefix(anonymous):
         extras={"SCRIPT_NAME": "/api", "wsgi.url_scheme": "https"},
     ).json
     assert document["servers"] == [{"url": "https://plants.example/api"}]
+
+
+def test_readyz_is_described_without_security_and_with_its_503(document):
+    operation = document["paths"]["/readyz"]["get"]
+    assert operation["security"] == []
+    assert set(operation["responses"]) == {"200", "503"}
+    assert "Retry-After" in operation["responses"]["503"]["headers"]
+    assert "Retry-After" in document["paths"]["/plants"]["post"]["responses"]["503"]["headers"]

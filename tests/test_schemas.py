@@ -1,7 +1,16 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from marshmallow import ValidationError
 
-from plantstore.schemas import INT64_MAX, INT64_MIN, NewPlantSchema, PlantSchema
+from plantstore.schemas import (
+    INT64_MAX,
+    INT64_MIN,
+    NewPlantSchema,
+    PlantSchema,
+    dump_plant,
+    load_new_plant,
+)
 
 new_plant = NewPlantSchema()
 
@@ -77,3 +86,49 @@ def test_new_plant_must_be_an_object(body):
 def test_plant_dump_drops_the_id_and_a_missing_tag():
     assert PlantSchema().dump({"id": 1, "name": "fern"}) == {"name": "fern"}
     assert PlantSchema().dump({"id": 1, "name": "fern", "tag": "t"}) == {"name": "fern", "tag": "t"}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(), children),
+    max_leaves=8,
+)
+new_plant_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.integers(min_value=INT64_MIN - 2, max_value=INT64_MAX + 2) | json_values,
+        "name": st.text() | json_values,
+        "tag": st.text() | json_values,
+        "other": json_values,
+    },
+)
+
+
+@settings(max_examples=500, derandomize=True)
+@given(new_plant_like | json_values)
+def test_the_shortcut_loads_exactly_what_the_schema_loads(body):
+    try:
+        expected = new_plant.load(body)
+    except ValidationError as ex:
+        with pytest.raises(ValidationError) as caught:
+            load_new_plant(body)
+        assert caught.value.messages == ex.messages
+    else:
+        loaded = load_new_plant(body)
+        assert loaded == expected
+        assert {key: type(value) for key, value in loaded.items()} == {
+            key: type(value) for key, value in expected.items()
+        }
+
+
+valid_new_plants = st.fixed_dictionaries(
+    {"id": st.integers(min_value=INT64_MIN, max_value=INT64_MAX), "name": st.text()},
+    optional={"tag": st.text(), "other": json_values},
+)
+
+
+@settings(max_examples=200, derandomize=True)
+@given(valid_new_plants)
+def test_dump_plant_dumps_exactly_what_the_schema_dumps(body):
+    loaded = new_plant.load(body)
+    assert list(dump_plant(loaded).items()) == list(PlantSchema().dump(loaded).items())

@@ -1,4 +1,4 @@
-"""Where plants are kept: the interface every store implements.
+"""Where plants are kept: the interface every store implements, and the choice of one.
 
 A plant is kept as its JSON document (UTF-8 bytes): the very body the service answers for it.
 That form is compact, compares byte for byte for the duplicate rule, and is served as it is.
@@ -7,11 +7,47 @@ That form is compact, compares byte for byte for the duplicate rule, and is serv
 from typing import Protocol
 
 
+class StoreUnavailable(Exception):
+    """The store cannot serve now (its database is unreachable, locked or failing); try later.
+
+    The message says why, for the log; it never holds a password.
+    """
+
+
 class PlantStore(Protocol):
     def add(self, plant_id: int, plant: bytes) -> bytes:
         """Keep `plant` under `plant_id` unless the id is taken; return what the id now holds.
 
         Check and insert are one atomic step: of concurrent calls for a new id, exactly one keeps
-        its plant and every call returns that plant.
+        its plant and every call returns that plant. Raises `StoreUnavailable`.
         """
         ...
+
+    def ready(self) -> bool:
+        """Tell whether `add` can be served now."""
+        ...
+
+    def close(self) -> None:
+        """Let go of every connection; the store is not used afterwards."""
+        ...
+
+
+def open_store(url: str) -> PlantStore:
+    """Open the store a `PLANTSTORE_STORE` URL names (checked by `plantstore.config`).
+
+    The SQLite and PostgreSQL modules are imported only when chosen, so the base install
+    needs neither psycopg nor anything else beyond the standard library.
+    """
+    if url == "memory://":
+        from plantstore.stores.memory import MemoryStore
+
+        return MemoryStore()
+    if url.startswith("sqlite:///"):
+        from plantstore.stores.sqlite import SqliteStore
+
+        return SqliteStore(url.removeprefix("sqlite:///"))
+    if url.startswith(("postgresql://", "postgres://")):
+        from plantstore.stores.postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise ValueError(f"no store for {url!r}")

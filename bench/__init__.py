@@ -1,0 +1,6 @@
+"""The benchmark of Plant Store: `python -m bench` (see the README's "Performance" section).
+
+Every figure is measured side by side with a floor (a bare Falcon app) in the same run,
+interleaved round by round, and reported as medians and ratios: on a shared machine absolute
+figures drift, ratios taken this way do not.
+"""

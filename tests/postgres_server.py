@@ -1,0 +1,84 @@
+"""A throwaway PostgreSQL cluster on loopback, made and run by the tests themselves.
+
+`initdb` and `postgres` refuse to run as root, and CI runs as root: there they run as the
+`postgres` user that Debian's package creates, in a directory that user owns.
+"""
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+#: An existing server to test against instead, as a libpq URL of a database from which the
+#: tests may create and drop databases of their own.
+EXTERNAL_URL_VARIABLE = "PLANTSTORE_TEST_POSTGRES_URL"
+USER = "plantstore"
+
+
+def find_bindir() -> Path | None:
+    """The directory of `initdb` and `pg_ctl`: pg_config's, Debian's, or on the PATH."""
+    candidates = []
+    if pg_config := shutil.which("pg_config"):
+        bindir = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True)
+        candidates.append(bindir.stdout.strip())
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    if initdb := shutil.which("initdb"):
+        candidates.append(str(Path(initdb).parent))
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "initdb").is_file():
+            return Path(candidate)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class PostgresServer:
+    """A cluster of its own in a temporary directory, listening on 127.0.0.1 only."""
+
+    def __init__(self, bindir: Path) -> None:
+        self._bindir = bindir
+        self._directory = Path(tempfile.mkdtemp(prefix="plantstore-postgres-"))
+        self._as_owner: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(self._directory, "postgres", "postgres")
+            self._as_owner = ["runuser", "-u", "postgres", "--"]
+        self._data = self._directory / "data"
+        self.log = self._directory / "postgres.log"
+        self.port = _free_port()
+        self._run("initdb", "-D", self._data, "-U", USER, "-A", "trust", "-E", "UTF8", "--no-sync")
+        self.start()
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://{USER}@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> None:
+        """Start and wait until it accepts connections (`pg_ctl -w`)."""
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories='' "
+            # A test cluster, thrown away after: no need to wait for the disk.
+            "-c fsync=off -c max_connections=200"
+        )
+        self._run("pg_ctl", "start", "-w", "-D", self._data, "-l", self.log, "-o", options)
+
+    def stop(self) -> None:
+        """Stop at once, ending every session, and wait until it is down."""
+        self._run("pg_ctl", "stop", "-w", "-m", "fast", "-D", self._data)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self._directory)
+
+    def _run(self, program: str, *args) -> None:
+        command = [*self._as_owner, self._bindir / program, *map(str, args)]
+        done = subprocess.run(
+            command, cwd=self._directory, capture_output=True, text=True, timeout=120
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{program} failed ({done.returncode}): {done.stderr.strip()}")

@@ -1,0 +1,89 @@
+"""The real gunicorn, several worker processes, one shared store: SQLite and PostgreSQL."""
+
+import json
+import threading
+
+import pytest
+
+from tests.gunicorn_server import GunicornServer, server_environ
+
+TOKEN = "gunicorn-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+PLANTS = [{"id": n * 7919 - 2**40, "name": f"plant {n} 🌿", "tag": f"t{n}"} for n in range(60)]
+
+shared = pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+
+
+def start(store_url, **environ) -> GunicornServer:
+    return GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE=store_url, WEB_CONCURRENCY="3", **environ
+        )
+    )
+
+
+def post(server, plant) -> tuple[int, dict]:
+    status, _, body = server.request("POST", "/plants", json.dumps(plant), AUTH)
+    return status, json.loads(body)
+
+
+def assert_every_plant_is_kept(server):
+    for plant in PLANTS:
+        assert post(server, plant) == (200, {"name": plant["name"], "tag": plant["tag"]})
+        status, body = post(server, {**plant, "tag": "other"})
+        assert (status, body["error"]) == (409, 409)
+
+
+@shared
+def test_three_workers_share_the_plants_and_keep_them_across_a_restart(store_url):
+    server = start(store_url)
+    try:
+        for plant in PLANTS:
+            assert post(server, plant) == (200, {"name": plant["name"], "tag": plant["tag"]})
+        assert_every_plant_is_kept(server)
+        assert server.request("GET", "/readyz")[0] == 200
+    finally:
+        _, stderr = server.stop()
+    assert stderr.count("Booting worker") == 3
+
+    restarted = start(store_url)
+    try:
+        assert_every_plant_is_kept(restarted)
+    finally:
+        restarted.stop()
+
+
+@shared
+def test_concurrent_creates_of_one_id_across_workers_have_one_winner(store_url):
+    server = start(store_url)
+    contenders = 24
+    begin = threading.Barrier(contenders)
+    statuses = []
+
+    def create(n):
+        connection = server.connect()
+        connection.connect()
+        begin.wait()
+        connection.request("POST", "/plants", json.dumps({"id": 1, "name": f"p{n}"}), AUTH)
+        statuses.append(connection.getresponse().status)
+        connection.close()
+
+    try:
+        threads = [threading.Thread(target=create, args=(n,)) for n in range(contenders)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        server.stop()
+    assert sorted(statuses) == [200] + [409] * (contenders - 1)
+
+
+def test_sqlite_is_closed_cleanly_when_the_workers_exit(sqlite_url, tmp_path):
+    """The last connection to close folds the write-ahead log into the database file."""
+    server = start(sqlite_url)
+    assert post(server, PLANTS[0])[0] == 200
+    assert (tmp_path / "plants.db-wal").exists()
+    server.stop()
+    assert not (tmp_path / "plants.db-wal").exists()
+    assert (tmp_path / "plants.db").stat().st_size > 0

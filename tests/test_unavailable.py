@@ -1,0 +1,100 @@
+"""A store that cannot serve: 503 with a retry hint, /readyz says so, and it recovers by itself."""
+
+import io
+import sqlite3
+import time
+
+import falcon.testing
+
+from plantstore.app import create_app
+from plantstore.stores.postgres import PostgresStore
+from plantstore.stores.sqlite import SqliteStore
+from tests.conftest import TOKEN
+
+FERN = {"id": 1, "name": "fern"}
+
+
+def client_of(config, store):
+    return falcon.testing.TestClient(
+        create_app(config, store), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+
+
+def assert_unavailable(result):
+    assert result.status_code == 503
+    assert result.headers["content-type"] == "application/json"
+    assert result.headers["retry-after"] == "1"
+    assert result.json == {
+        "error": 503,
+        "message": "The store cannot serve right now; try again shortly.",
+    }
+
+
+def test_a_locked_sqlite_database_answers_503_until_it_is_free(config, tmp_path):
+    path = str(tmp_path / "plants.db")
+    client = client_of(config, SqliteStore(path, busy_timeout=0.05))
+    other_process = sqlite3.connect(path, isolation_level=None)
+    other_process.execute("BEGIN IMMEDIATE")
+
+    errors = io.StringIO()
+    assert_unavailable(client.simulate_post("/plants", json=FERN, extras={"wsgi.errors": errors}))
+    assert "database is locked" in errors.getvalue()
+    assert_unavailable(client.simulate_get("/readyz"))
+    assert client.simulate_get("/healthz").json == {"status": "ok"}
+
+    other_process.execute("ROLLBACK")
+    assert client.simulate_post("/plants", json=FERN).status_code == 200
+    assert client.simulate_get("/readyz").json == {"status": "ready"}
+
+
+def test_readyz_needs_no_token(anonymous):
+    result = anonymous.simulate_get("/readyz")
+    assert (result.status_code, result.json) == (200, {"status": "ready"})
+
+
+def post_until_served(client, body, seconds=60):
+    """Bounded poll: a restarted server says nothing when the pool has reconnected to it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        result = client.simulate_post("/plants", json=body)
+        if result.status_code != 503 or time.monotonic() > deadline:
+            return result
+
+
+def test_postgresql_going_down_answers_503_and_recovers_without_a_restart(config, postgres_cluster):
+    store = PostgresStore(postgres_cluster.url())
+    client = client_of(config, store)
+    assert client.simulate_post("/plants", json=FERN).status_code == 200
+
+    postgres_cluster.stop()
+    assert_unavailable(client.simulate_post("/plants", json={"id": 2, "name": "ivy"}))
+    assert_unavailable(client.simulate_get("/readyz"))
+    assert client.simulate_get("/healthz").status_code == 200
+    late_store = PostgresStore(postgres_cluster.url())
+    started_while_down = client_of(config, late_store)
+    assert_unavailable(started_while_down.simulate_get("/readyz"))
+
+    postgres_cluster.start()
+    try:
+        assert post_until_served(client, {"id": 2, "name": "ivy"}).status_code == 200
+        assert client.simulate_post("/plants", json=FERN).json == {"name": "fern"}
+        assert client.simulate_post("/plants", json={"id": 1, "name": "rose"}).status_code == 409
+        assert client.simulate_get("/readyz").status_code == 200
+        assert post_until_served(started_while_down, FERN).json == {"name": "fern"}
+    finally:
+        store.close()
+        late_store.close()
+
+
+def test_a_postgresql_restart_between_requests_costs_no_request(config, postgres_cluster):
+    """The pooled connection the restart broke is replaced, not answered with a 503."""
+    store = PostgresStore(postgres_cluster.url())
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        postgres_cluster.stop()
+        postgres_cluster.start()
+        assert client.simulate_post("/plants", json={"id": 2, "name": "ivy"}).status_code == 200
+        assert client.simulate_get("/readyz").status_code == 200
+    finally:
+        store.close()
