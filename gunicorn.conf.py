@@ -39,7 +39,7 @@ workers = _int("WEB_CONCURRENCY", 1 if _MEMORY else os.cpu_count() or 1, minimum
 worker_class = "gthread"
 threads = _int("GUNICORN_THREADS", 8, minimum=1)
 
-# Proxies trusted for X-Forwarded-Proto/-For and SCRIPT_NAME (loopback by default), as the app.
+# Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.
 forwarded_allow_ips = ",".join(_config.forwarded_allow_ips)
 
 # Bounds on the request line and headers; a request over them is refused before the app.

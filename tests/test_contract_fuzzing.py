@@ -36,7 +36,10 @@ def schemathesis(server, reports, max_time, *args):
         *("--report-har-path", str(reports / "exchanges.har")),
         *args,
     ]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=max_time + 120)
+    # Run in the reports' directory, where schemathesis also leaves its cache of crashes.
+    run = subprocess.run(
+        command, cwd=reports, capture_output=True, text=True, timeout=max_time + 120
+    )
     report = json.loads((reports / "report.json").read_text())
     exchanges = json.loads((reports / "exchanges.har").read_text())["log"]["entries"]
     assert run.returncode == 0, run.stdout[-3000:]
