@@ -39,8 +39,8 @@ workers = _int("WEB_CONCURRENCY", 1 if _MEMORY else os.cpu_count() or 1, minimum
 worker_class = "gthread"
 threads = _int("GUNICORN_THREADS", 8, minimum=1)
 
-# Proxies whose X-Forwarded-Proto (and SCRIPT_NAME) are trusted: loopback only, by default.
-forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+# Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.
+forwarded_allow_ips = ",".join(_config.forwarded_allow_ips)
 
 # Bounds on the request line and headers; a request over them is refused before the app.
 limit_request_line = _int("GUNICORN_LIMIT_REQUEST_LINE", 4094)

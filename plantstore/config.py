@@ -1,5 +1,6 @@
 """Configuration, read from the environment in one place."""
 
+import ipaddress
 import os
 import secrets
 import sys
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_MAX_BODY_BYTES = 65536
+DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 DEFAULT_STORE = "memory://"
 STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 
@@ -65,6 +67,21 @@ def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
     return accepted
 
 
+def _read_forwarded_allow_ips(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Addresses or networks of trusted proxies, as gunicorn reads them; `*` is everyone."""
+    raw = environ.get("FORWARDED_ALLOW_IPS", DEFAULT_FORWARDED_ALLOW_IPS)
+    allowed = tuple(entry.strip() for entry in raw.split(",") if entry.strip())
+    for entry in allowed:
+        if entry != "*":
+            try:
+                ipaddress.ip_network(entry)
+            except ValueError:
+                raise ConfigError(
+                    f"FORWARDED_ALLOW_IPS must list addresses or networks, not {entry!r}"
+                ) from None
+    return allowed
+
+
 def _read_store(environ: Mapping[str, str]) -> str:
     """Check the form of `PLANTSTORE_STORE`; `plantstore.stores.open_store` opens it.
 
@@ -93,6 +110,7 @@ class Config:
 
     tokens: frozenset[str]
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    forwarded_allow_ips: tuple[str, ...] = tuple(DEFAULT_FORWARDED_ALLOW_IPS.split(","))
     store_url: str = DEFAULT_STORE
 
     @classmethod
@@ -103,5 +121,6 @@ class Config:
             max_body_bytes=env_int(
                 environ, "PLANTSTORE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
             ),
+            forwarded_allow_ips=_read_forwarded_allow_ips(environ),
             store_url=_read_store(environ),
         )

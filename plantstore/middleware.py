@@ -33,7 +33,8 @@ class BodyLimit:
     Falcon bounds reading by Content-Length and has no limit of its own. A chunked body has no
     Content-Length, so without help Falcon would read it as empty; where the server de-chunks it
     (gunicorn says so with `wsgi.input_terminated`), it is read here, at most one byte past the
-    limit, and handed on with the Content-Length it turned out to have.
+    limit, and handed on with the Content-Length it turned out to have. A body with a
+    Content-Length is read here too, so that one cut short of it is refused (400).
 
     It runs in `process_resource`, after authentication, so no body is read for a client that
     is not let in, and none for a path that does not exist.
@@ -49,8 +50,25 @@ class BodyLimit:
             length = len(body)
             req.stream = req.env["wsgi.input"] = io.BytesIO(body)
             req.env["CONTENT_LENGTH"] = str(length)
+        elif length is not None and length <= self._max_bytes:
+            _read_whole(req, length)
         if length is not None and length > self._max_bytes:
             raise falcon.HTTPContentTooLarge(
                 title="Content Too Large",
                 description=f"The body may hold at most {self._max_bytes} bytes.",
             )
+
+
+def _read_whole(req, length: int) -> None:
+    """Read a body of `length` bytes, and refuse it when the client stopped sending before.
+
+    gunicorn hands on whatever part of the body came before the client closed; were that part
+    valid JSON, an incomplete request (RFC 9112 section 6.3) would be served as a whole one.
+    """
+    body = req.stream.read(length)
+    if len(body) < length:
+        raise falcon.HTTPBadRequest(
+            title="Incomplete body",
+            description=f"The body ended after {len(body)} of its {length} bytes.",
+        )
+    req.stream = req.env["wsgi.input"] = io.BytesIO(body)

@@ -3,6 +3,7 @@ import uuid
 from urllib.parse import urlsplit
 
 import falcon.testing
+import hypothesis
 import psycopg
 import pytest
 from psycopg import sql
@@ -106,3 +107,26 @@ def any_store(store_url):
     opened = open_store(store_url)
     yield opened
     opened.close()
+
+
+# Property tests draw the same examples on every run, so CI is reproducible, and a bounded number.
+hypothesis.settings.register_profile(
+    "plantstore", derandomize=True, database=None, max_examples=200, deadline=None
+)
+hypothesis.settings.load_profile("plantstore")
+
+
+_FIGURES: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def note_figure():
+    """Let a test note a figure it measured; they are printed together when the run ends."""
+    return _FIGURES.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _FIGURES:
+        terminalreporter.section("figures of this run")
+        for figure in _FIGURES:
+            terminalreporter.write_line(figure)

@@ -1,5 +1,6 @@
-"""Run the real `gunicorn -c gunicorn.conf.py` on a loopback socket the test owns."""
+"""Run the real `gunicorn -c gunicorn.conf.py` on a socket the test owns."""
 
+import contextlib
 import http.client
 import os
 import signal
@@ -16,25 +17,55 @@ class GunicornServer:
     """gunicorn serving a listening socket made here and passed as `fd://`.
 
     The socket listens before gunicorn starts, so a request sent at once waits in the backlog
-    until a worker accepts it: there is nothing to poll and no port to race for.
+    until a worker accepts it: there is nothing to poll and no port to race for. It is a
+    loopback TCP socket, or a unix socket at `unix_path` (as a reverse proxy would use).
+
+    gunicorn's output comes back from `stop()`; with `log_dir` it goes to `access.log` and
+    `error.log` there instead of a pipe, for runs long enough to fill a pipe.
     """
 
-    def __init__(self, environ: dict[str, str], *args: str) -> None:
-        self._socket = socket.create_server(("127.0.0.1", 0))
-        self.port = self._socket.getsockname()[1]
+    def __init__(
+        self,
+        environ: dict[str, str],
+        *args: str,
+        unix_path: Path | None = None,
+        log_dir: Path | None = None,
+    ) -> None:
+        if unix_path is None:
+            self._socket = socket.create_server(("127.0.0.1", 0))
+            self.port = self._socket.getsockname()[1]
+        else:
+            self._socket = socket.socket(socket.AF_UNIX)
+            self._socket.bind(str(unix_path))
+            self._socket.listen()
+        self._log_dir = log_dir
         fd = self._socket.fileno()
-        self._process = subprocess.Popen(
-            [*GUNICORN, f"--bind=fd://{fd}", *args],
-            cwd=ROOT,
-            env=environ,
-            pass_fds=[fd],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        with contextlib.ExitStack() as files:
+            stdout = stderr = subprocess.PIPE
+            if log_dir:
+                stdout = files.enter_context(open(log_dir / "access.log", "w"))
+                stderr = files.enter_context(open(log_dir / "error.log", "w"))
+            self._process = subprocess.Popen(
+                [*GUNICORN, f"--bind=fd://{fd}", *args],
+                cwd=ROOT,
+                env=environ,
+                pass_fds=[fd],
+                stdout=stdout,
+                stderr=stderr,
+                text=True,
+            )
 
-    def connect(self) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def worker_pids(self) -> list[int]:
+        """The master's children: its workers, as the kernel lists them."""
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text()
+        return [int(pid) for pid in children.split()]
+
+    def connect(self, timeout: float = 30) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None) -> tuple[int, dict, bytes]:
         connection = self.connect()
@@ -52,16 +83,21 @@ class GunicornServer:
         """Stop gracefully and give back everything gunicorn printed (stdout, stderr)."""
         self._process.send_signal(signal.SIGTERM)
         try:
-            return self._process.communicate(timeout=60)
+            output = self._process.communicate(timeout=60)
         finally:
             self._socket.close()
+        if self._log_dir:
+            return tuple((self._log_dir / name).read_text() for name in ("access.log", "error.log"))
+        return output
 
 
 def server_environ(**overrides: str) -> dict[str, str]:
     environ = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(("PLANTSTORE_", "GUNICORN_", "WEB_CONCURRENCY"))
+        if not name.startswith(
+            ("PLANTSTORE_", "GUNICORN_", "WEB_CONCURRENCY", "FORWARDED_ALLOW_IPS")
+        )
     }
     environ.update(overrides)
     return environ

@@ -7,16 +7,18 @@ from tests.gunicorn_server import ROOT
 README = (ROOT / "README.md").read_text()
 
 
-def quick_start_commands() -> list[str]:
-    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```sh\n(.+)\n```", quick_start)
+def section_commands(title: str) -> list[str]:
+    section = README.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.+)\n```", section)
 
 
-def test_the_quick_start_has_two_commands_and_ci_runs_the_second():
-    start, test = quick_start_commands()
+def test_the_quick_start_has_two_commands_and_ci_runs_the_second_then_the_slow_tests():
+    start, test = section_commands("Quick start")
     assert "gunicorn -c gunicorn.conf.py" in start
+    (slow,) = section_commands("Testing from the outside")
+    assert slow.endswith("pytest -m slow")
     ci_commands = [line for line in (ROOT / ".ci/run").read_text().splitlines() if "pytest" in line]
-    assert ci_commands == [test]
+    assert ci_commands == [test, slow]
 
 
 def test_every_environment_variable_the_code_reads_is_in_the_readme():

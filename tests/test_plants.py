@@ -1,6 +1,7 @@
 """`POST /plants`: the contract's rules 1 to 3, 5 and 6 over Falcon's test client."""
 
 import io
+import json
 import threading
 
 import falcon
@@ -211,3 +212,21 @@ def test_wrong_method_is_405_json_with_allow(client):
     result = client.simulate_get("/plants")
     assert_error(result, 405)
     assert "POST" in result.headers["allow"]
+
+
+def test_a_body_cut_short_of_its_content_length_is_400(app):
+    body = b'{"id": 1, "name": "fern"}'
+    environ = falcon.testing.create_environ(
+        method="POST",
+        path="/plants",
+        body=body,
+        headers={"Authorization": "Bearer test-token-1", "Content-Type": "application/json"},
+    )
+    environ["CONTENT_LENGTH"] = str(len(body) + 10)
+    result = falcon.testing.StartResponseMock()
+    content = b"".join(app(environ, result))
+    assert result.status.startswith("400")
+    assert json.loads(content) == {
+        "error": 400,
+        "message": f"The body ended after {len(body)} of its {len(body) + 10} bytes.",
+    }

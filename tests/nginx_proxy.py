@@ -1,0 +1,99 @@
+"""Debian's nginx in the foreground, serving deploy/nginx.conf on loopback for one test."""
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+from tests.gunicorn_server import ROOT
+
+SITE = ROOT / "deploy" / "nginx.conf"
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+#: A main configuration that keeps every file nginx writes in the test's directory.
+MAIN = """\
+user {user};
+worker_processes 1;
+pid {directory}/nginx.pid;
+events {{ worker_connections 256; }}
+http {{
+    access_log {directory}/access.log;
+    client_body_temp_path {directory}/client_body;
+    proxy_temp_path {directory}/proxy;
+    fastcgi_temp_path {directory}/fastcgi;
+    uwsgi_temp_path {directory}/uwsgi;
+    scgi_temp_path {directory}/scgi;
+    include {directory}/site.conf;
+}}
+"""
+
+
+def render_site(upstream: str, listen: str, prefix: str = "") -> str:
+    """The shipped site, changed only where a deployment changes it (as its comments say)."""
+    site = SITE.read_text()
+    replacements = {
+        "server unix:/run/plantstore/gunicorn.sock": f"server {upstream}",
+        "listen 80;": listen,
+    }
+    if prefix:
+        replacements["location / {"] = f"location {prefix}/ {{"
+        replacements['proxy_set_header SCRIPT_NAME "";'] = f"proxy_set_header SCRIPT_NAME {prefix};"
+    for shipped, deployed in replacements.items():
+        assert site.count(shipped) == 1, f"deploy/nginx.conf no longer says {shipped!r}"
+        site = site.replace(shipped, deployed)
+    return site
+
+
+class NginxProxy:
+    """nginx in front of `upstream` (`unix:PATH` or `HOST:PORT`), on a loopback port.
+
+    The listening socket is made here and handed to nginx the way nginx hands sockets to its
+    own next binary: its fd in the `NGINX` variable. nginx takes it over instead of binding,
+    so a request sent at once waits in the backlog: nothing to poll, no port to race for.
+    With `certificate` (a PEM certificate and key), nginx speaks TLS on it.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        upstream: str,
+        prefix: str = "",
+        certificate: tuple[Path, Path] | None = None,
+    ) -> None:
+        self.directory = directory
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self._socket.getsockname()[1]
+        listen = f"listen 127.0.0.1:{self.port};"
+        if certificate:
+            listen = (
+                f"listen 127.0.0.1:{self.port} ssl;\n"
+                f"    ssl_certificate {certificate[0]};\n"
+                f"    ssl_certificate_key {certificate[1]};"
+            )
+        (directory / "site.conf").write_text(render_site(upstream, listen, prefix))
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        (directory / "nginx.conf").write_text(MAIN.format(user=user, directory=directory))
+        fd = self._socket.fileno()
+        self._process = subprocess.Popen(
+            [
+                *(NGINX, "-p", str(directory), "-c", str(directory / "nginx.conf")),
+                *("-e", str(directory / "error.log"), "-g", "daemon off;"),
+            ],
+            env={**os.environ, "NGINX": f"{fd};"},
+            pass_fds=[fd],
+        )
+
+    def access_log(self) -> str:
+        return (self.directory / "access.log").read_text()
+
+    def stop(self) -> str:
+        """Stop at once and give back what nginx wrote to its error log."""
+        self._process.send_signal(signal.SIGTERM)
+        try:
+            self._process.wait(timeout=30)
+        finally:
+            self._socket.close()
+        return (self.directory / "error.log").read_text()

@@ -1,0 +1,95 @@
+"""schemathesis fuzzes the real gunicorn from the service's own `/openapi.json`."""
+
+import collections
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.gunicorn_server import GunicornServer, server_environ
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "fuzzing-token"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("logs")
+    running = GunicornServer(server_environ(PLANTSTORE_TOKENS=TOKEN), log_dir=logs)
+    yield running
+    _, stderr = running.stop()
+    assert "Traceback" not in stderr
+    assert "[ERROR]" not in stderr
+
+
+def schemathesis(server, reports, max_time, *args):
+    """Run schemathesis with every check it has; give back its JSON report and the exchanges."""
+    command = [
+        *(sys.executable, "-m", "schemathesis.cli", "run"),
+        f"http://127.0.0.1:{server.port}/openapi.json",
+        *("--checks", "all", "--max-time", str(max_time), "--request-timeout", "10"),
+        *("--seed", "4", "--generation-database", "none", "--no-color"),
+        *("--report", "json,har"),
+        *("--report-json-path", str(reports / "report.json")),
+        *("--report-har-path", str(reports / "exchanges.har")),
+        *args,
+    ]
+    # Run in the reports' directory, where schemathesis also leaves its cache of crashes.
+    run = subprocess.run(
+        command, cwd=reports, capture_output=True, text=True, timeout=max_time + 120
+    )
+    report = json.loads((reports / "report.json").read_text())
+    exchanges = json.loads((reports / "exchanges.har").read_text())["log"]["entries"]
+    assert run.returncode == 0, run.stdout[-3000:]
+    return report, exchanges
+
+
+def tally(exchanges):
+    """How often each (method, path, status) was seen."""
+    return collections.Counter(
+        (e["request"]["method"], e["request"]["url"].split("/", 3)[3], e["response"]["status"])
+        for e in exchanges
+    )
+
+
+def test_fuzzing_with_a_valid_token_finds_nothing(server, tmp_path, note_figure):
+    report, exchanges = schemathesis(server, tmp_path, 90, "-H", f"Authorization: Bearer {TOKEN}")
+    cases = report["test_cases"]
+    note_figure(
+        f"schemathesis with a token: {cases['generated']} cases, {cases['with_failures']} with "
+        f"failures, {len(report['errors'])} errors, {len(exchanges)} requests"
+    )
+    assert report["complete"]
+    operations = report["operations"]
+    assert operations["tested"] == operations["selected"] == operations["total"] >= 3
+    assert (cases["with_failures"], report["failures"], report["errors"]) == (0, [], [])
+    assert cases["generated"] >= 1000
+    assert report["warnings"]["missing_auth"] == []
+    seen = tally(exchanges)
+    assert seen[("POST", "plants", 200)] > 0
+    assert seen[("POST", "plants", 400)] > 0
+
+
+def test_fuzzing_without_a_valid_token_meets_only_401(server, tmp_path, note_figure):
+    report, exchanges = schemathesis(server, tmp_path, 20, "--output-sanitize", "false")
+    cases = report["test_cases"]
+    plants = [e for e in exchanges if e["request"]["url"].endswith("/plants")]
+    tokens = collections.Counter(
+        any(h["name"].lower() == "authorization" for h in e["request"]["headers"]) for e in plants
+    )
+    note_figure(
+        f"schemathesis without a valid token: {cases['generated']} cases, "
+        f"{cases['with_failures']} with failures, {len(plants)} requests to /plants "
+        f"({tokens[False]} without a token, {tokens[True]} with a wrong one), "
+        f"statuses {sorted({e['response']['status'] for e in plants})}"
+    )
+    assert (cases["with_failures"], report["failures"], report["errors"]) == (0, [], [])
+    assert tokens[False] > 0 and tokens[True] > 0
+    for exchange in plants:
+        response = exchange["response"]
+        headers = {h["name"].lower(): h["value"] for h in response["headers"]}
+        assert response["status"] == 401
+        assert headers["www-authenticate"].startswith('Bearer realm="plantstore"')
+        assert json.loads(response["content"]["text"])["error"] == 401

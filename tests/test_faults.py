@@ -1,0 +1,81 @@
+"""A worker killed with SIGKILL in the middle of the load loses no plant it acknowledged."""
+
+import concurrent.futures
+import os
+import signal
+import sqlite3
+import time
+
+import pytest
+
+from tests.gunicorn_server import GunicornServer, server_environ
+from tests.load import generate_load
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "fault-token"
+#: Answers before the kill: a few seconds into the 20 s of load, at about 1000 creates a second.
+KILL_AFTER = 4000
+
+
+def wait_for(condition, what: str, patience: float = 30):
+    """Poll gunicorn's files or its process list, which announce nothing, for a bounded time."""
+    deadline = time.monotonic() + patience
+    while not (outcome := condition()):
+        assert time.monotonic() < deadline, f"waited {patience} s for {what}"
+        time.sleep(0.05)
+    return outcome
+
+
+def replacements(server, victim: int) -> list[int] | None:
+    """The workers, once the master has put a new one in place of `victim`."""
+    workers = server.worker_pids()
+    return workers if len(workers) == 2 and victim not in workers else None
+
+
+def stored_plants(database) -> dict[int, bytes]:
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
+        rows = connection.execute("SELECT id, plant FROM plants").fetchall()
+    return {plant_id: plant.encode() for plant_id, plant in rows}
+
+
+def test_a_worker_killed_mid_load_loses_no_acknowledged_plant(tmp_path, note_figure):
+    database = tmp_path / "plants.db"
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE=f"sqlite:///{database}", WEB_CONCURRENCY="2"
+        ),
+        log_dir=tmp_path,
+    )
+    access_log = tmp_path / "access.log"
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as background:
+            running = background.submit(generate_load, server.port, TOKEN, tmp_path, seconds=20)
+            wait_for(lambda: access_log.read_text().count("\n") >= KILL_AFTER, "the load to run")
+            before = server.worker_pids()
+            victim = before[0]
+            os.kill(victim, signal.SIGKILL)
+            workers = wait_for(
+                lambda: replacements(server, victim), "a new worker in place of the killed one"
+            )
+            load = running.result()
+        assert server.request("GET", "/healthz")[0] == 200
+    finally:
+        _, error_log = server.stop()
+
+    stored = stored_plants(database)
+    found = [plant_id for plant_id in load.acked if plant_id in stored]
+    note_figure(
+        f"kill -9: worker {victim} killed mid-load and replaced by "
+        f"{', '.join(map(str, set(workers) - set(before)))}; "
+        f"{load.requests} requests, {load.errors} socket errors; "
+        f"{len(load.acked)} plants acknowledged, {len(found)} of them found in the store "
+        f"({len(stored)} stored in all)"
+    )
+    assert f"Worker (pid:{victim}) was sent SIGKILL" in error_log
+    assert "Traceback" not in error_log
+    assert load.other_statuses == {}
+    assert len(load.acked) > KILL_AFTER
+    assert found == load.acked
+    for plant_id in load.acked:
+        assert stored[plant_id] == b'{"name":"plant-%d","tag":"load"}' % plant_id

@@ -1,0 +1,70 @@
+"""Behind a trusted proxy, REMOTE_ADDR (and so the access log) names the forwarded client."""
+
+import falcon.testing
+import pytest
+
+from plantstore.app import create_app
+from plantstore.config import Config, ConfigError
+
+
+def remote_addr_seen(config, peer, forwarded_for):
+    """The REMOTE_ADDR that gunicorn's access log reads from the environ after the app ran."""
+    environ = falcon.testing.create_environ(path="/healthz", remote_addr=peer)
+    if forwarded_for is not None:
+        environ["HTTP_X_FORWARDED_FOR"] = forwarded_for
+    create_app(config)(environ, falcon.testing.StartResponseMock())
+    return environ["REMOTE_ADDR"]
+
+
+@pytest.mark.parametrize(
+    ("peer", "forwarded_for", "seen"),
+    [
+        ("127.0.0.1", "203.0.113.7", "203.0.113.7"),
+        ("::1", "2001:db8::7", "2001:db8::7"),
+        ("127.0.0.1", "198.51.100.1, 203.0.113.7", "203.0.113.7"),
+        ("", "203.0.113.7", "203.0.113.7"),
+        ("127.0.0.1", None, "127.0.0.1"),
+        ("127.0.0.1", "not-an-address", "127.0.0.1"),
+        ("127.0.0.1", "203.0.113.7, 198.51.100.1 x", "127.0.0.1"),
+        ("192.0.2.1", "203.0.113.7", "192.0.2.1"),
+    ],
+)
+def test_only_a_trusted_peer_names_the_client(config, peer, forwarded_for, seen):
+    assert remote_addr_seen(config, peer, forwarded_for) == seen
+
+
+@pytest.mark.parametrize(
+    ("allowed", "peer", "seen"),
+    [
+        (("10.0.0.0/8",), "10.1.2.3", "203.0.113.7"),
+        (("10.0.0.0/8",), "127.0.0.1", "127.0.0.1"),
+        (("*",), "192.0.2.1", "203.0.113.7"),
+        ((), "127.0.0.1", "127.0.0.1"),
+        ((), "", "203.0.113.7"),
+    ],
+)
+def test_the_trusted_proxies_are_configured(config, allowed, peer, seen):
+    config = Config(tokens=config.tokens, forwarded_allow_ips=allowed)
+    assert remote_addr_seen(config, peer, "203.0.113.7") == seen
+
+
+@pytest.mark.parametrize(
+    ("raw", "allowed"),
+    [
+        (None, ("127.0.0.1", "::1")),
+        ("", ()),
+        (" 10.0.0.0/8 , 192.0.2.1,", ("10.0.0.0/8", "192.0.2.1")),
+        ("*", ("*",)),
+    ],
+)
+def test_forwarded_allow_ips_is_read_as_gunicorn_reads_it(raw, allowed):
+    environ = {"PLANTSTORE_TOKENS": "a"}
+    if raw is not None:
+        environ["FORWARDED_ALLOW_IPS"] = raw
+    assert Config.from_env(environ).forwarded_allow_ips == allowed
+
+
+@pytest.mark.parametrize("raw", ["proxy.example", "10.0.0.1/8", "127.0.0.1 ::1"])
+def test_a_bad_forwarded_allow_ips_is_refused(raw):
+    with pytest.raises(ConfigError, match="FORWARDED_ALLOW_IPS"):
+        Config.from_env({"PLANTSTORE_TOKENS": "a", "FORWARDED_ALLOW_IPS": raw})
