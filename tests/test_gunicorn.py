@@ -1,8 +1,10 @@
 """The real gunicorn serving the real app, over a loopback socket."""
 
+import http.client
 import json
 import os
 import re
+import socket
 import subprocess
 
 import pytest
@@ -161,3 +163,23 @@ def test_workers_default_to_one_for_the_memory_store_and_the_cores_for_a_shared_
     result = run_gunicorn("--print-config", PLANTSTORE_STORE=url)
     assert result.returncode == 0, result.stderr
     assert re.search(r"^workers +=\s*(\d+)$", result.stdout, re.MULTILINE).group(1) == str(workers)
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"HELLO\r\n\r\n", 400),
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 9000 + b"\r\n\r\n", 431),
+    ],
+    ids=["no request line", "a header over the limit"],
+)
+def test_what_gunicorn_refuses_itself_is_answered_with_an_error_body(server, raw, status):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as client:
+        client.sendall(raw)
+        response = http.client.HTTPResponse(client)
+        response.begin()
+        assert response.status == status
+        assert response.getheader("content-type") == "application/json"
+        body = json.loads(response.read())
+    assert body["error"] == status
+    assert body["message"]

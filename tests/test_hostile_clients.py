@@ -147,6 +147,8 @@ def test_gunicorn_refuses_what_is_not_a_sane_request_and_closes(server, raw, sta
     (answer,) = parse_answers(exchange(server, raw))
     assert answer.status == status
     assert answer.headers["connection"] == "close"
+    assert answer.json()["error"] == status
+    assert answer.json()["message"]
 
 
 def test_many_concurrent_connections_are_all_served(server):
