@@ -87,10 +87,9 @@ def run_loopback(setup: loopback.Setup, args) -> bool:
     print(describe_runs("floor", floor))
     for store, figures in results.items():
         share = figures.per_second / floor.per_second
-        print(
-            describe_runs(store, figures)
-            + f"  {share:4.0%} of floor (target ≥ 85%: {verdict(share >= 0.85)})"
-        )
+        # The target is the memory store's: a durable store waits for the disk at every create.
+        target = f"target ≥ 85%: {verdict(share >= 0.85)}" if store == "memory" else "durable"
+        print(describe_runs(store, figures) + f"  {share:4.0%} of floor ({target})")
     return floor.valid and all(figures.valid for figures in results.values())
 
 
