@@ -68,13 +68,7 @@ class GunicornServer:
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None) -> tuple[int, dict, bytes]:
-        connection = self.connect()
-        try:
-            connection.request(method, path, body=body, headers=headers or {})
-            response = connection.getresponse()
-            return response.status, dict(response.getheaders()), response.read()
-        finally:
-            connection.close()
+        return send(self.connect(), method, path, body, headers)
 
     def read_stderr_line(self) -> str:
         return self._process.stderr.readline()
@@ -101,3 +95,15 @@ def server_environ(**overrides: str) -> dict[str, str]:
     }
     environ.update(overrides)
     return environ
+
+
+def send(
+    connection: http.client.HTTPConnection, method, path, body=None, headers=None
+) -> tuple[int, dict, bytes]:
+    """Make one request on `connection` and close it; give the status, headers and body."""
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.gunicorn_server import GunicornServer, server_environ
+from tests.gunicorn_server import GunicornServer, send, server_environ
 from tests.nginx_proxy import NginxProxy
 
 pytestmark = pytest.mark.slow
@@ -74,12 +74,7 @@ def request(proxy, method, path, body=None, headers=None, certificate=None):
         connection = http.client.HTTPConnection(
             "127.0.0.1", proxy.port, timeout=10, source_address=(CLIENT, 0)
         )
-    try:
-        connection.request(method, path, body=body, headers=headers or {})
-        response = connection.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        connection.close()
+    return send(connection, method, path, body, headers)
 
 
 def test_requests_pass_end_to_end(start):

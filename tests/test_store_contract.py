@@ -1,6 +1,7 @@
 """The store contract: the same assertions against the memory, SQLite and PostgreSQL stores."""
 
 import threading
+from collections.abc import Callable
 
 import orjson
 import pytest
@@ -55,7 +56,11 @@ def test_any_unicode_comes_back_byte_for_byte(any_store, text):
     assert any_store.add(7, plant) == plant
 
 
-def test_concurrent_adds_of_one_id_have_one_winner(any_store):
+def contend_for_one_id(add_for: Callable[[int], Callable[[int, bytes], bytes]]) -> None:
+    """Let 16 threads add a plant of their own under one id at once; assert one won for all.
+
+    Thread `n` adds through `add_for(n)`, so that contenders may use stores of their own.
+    """
     contenders = 16
     start = threading.Barrier(contenders)
     kept = []
@@ -63,7 +68,7 @@ def test_concurrent_adds_of_one_id_have_one_winner(any_store):
     def contend(n):
         plant = document(f"plant-{n}")
         start.wait()
-        kept.append((plant, any_store.add(42, plant)))
+        kept.append((plant, add_for(n)(42, plant)))
 
     threads = [threading.Thread(target=contend, args=(n,)) for n in range(contenders)]
     for thread in threads:
@@ -74,6 +79,10 @@ def test_concurrent_adds_of_one_id_have_one_winner(any_store):
     winners = [plant for plant, answer in kept if plant == answer]
     assert len(winners) == 1
     assert {answer for _, answer in kept} == set(winners)
+
+
+def test_concurrent_adds_of_one_id_have_one_winner(any_store):
+    contend_for_one_id(lambda n: any_store.add)
 
 
 def test_a_store_that_can_serve_is_ready(any_store):
@@ -126,23 +135,8 @@ def test_plants_outlive_the_store_that_kept_them(store_url):
 def test_stores_on_one_database_agree_on_one_winner(store_url):
     """As gunicorn's processes do: each has a store of its own on the same database."""
     stores = [open_store(store_url) for _ in range(4)]
-    contenders = 16
-    start = threading.Barrier(contenders)
-    kept = []
-
-    def contend(n):
-        plant = document(f"plant-{n}")
-        start.wait()
-        kept.append((plant, stores[n % len(stores)].add(42, plant)))
-
-    threads = [threading.Thread(target=contend, args=(n,)) for n in range(contenders)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for store in stores:
-        store.close()
-
-    winners = [plant for plant, answer in kept if plant == answer]
-    assert len(winners) == 1
-    assert {answer for _, answer in kept} == set(winners)
+    try:
+        contend_for_one_id(lambda n: stores[n % len(stores)].add)
+    finally:
+        for store in stores:
+            store.close()
