@@ -28,13 +28,14 @@ class RequestId:
 
 
 class BodyLimit:
-    """Answer 413 to a body over `max_bytes`, before any responder reads it.
+    """Read the body whole, before any responder does: 413 over `max_bytes`, 400 if cut short.
 
-    Falcon bounds reading by Content-Length and has no limit of its own. A chunked body has no
-    Content-Length, so without help Falcon would read it as empty; where the server de-chunks it
-    (gunicorn says so with `wsgi.input_terminated`), it is read here, at most one byte past the
-    limit, and handed on with the Content-Length it turned out to have. A body with a
-    Content-Length is read here too, so that one cut short of it is refused (400).
+    Falcon bounds reading by Content-Length and has no limit of its own. An announced length
+    over the limit is refused before a byte is read. A chunked body has no Content-Length, so
+    Falcon would read it as empty; where the server de-chunks it (gunicorn says so with
+    `wsgi.input_terminated`), it is read here, at most one byte past the limit. And gunicorn
+    hands on whatever part of a body came before the client closed: were that part valid JSON,
+    an incomplete request (RFC 9112, section 6.3) would be served as a whole one.
 
     It runs in `process_resource`, after authentication, so no body is read for a client that
     is not let in, and none for a path that does not exist.
@@ -45,30 +46,23 @@ class BodyLimit:
 
     def process_resource(self, req, resp, resource, params):
         length = req.content_length
-        if length is None and req.env.get("wsgi.input_terminated"):
-            body = req.stream.read(self._max_bytes + 1)
-            length = len(body)
-            req.stream = req.env["wsgi.input"] = io.BytesIO(body)
-            req.env["CONTENT_LENGTH"] = str(length)
-        elif length is not None and length <= self._max_bytes:
-            _read_whole(req, length)
+        if length is None and not req.env.get("wsgi.input_terminated"):
+            return
         if length is not None and length > self._max_bytes:
-            raise falcon.HTTPContentTooLarge(
-                title="Content Too Large",
-                description=f"The body may hold at most {self._max_bytes} bytes.",
+            raise self._too_large()
+        body = req.stream.read(self._max_bytes + 1 if length is None else length)
+        if len(body) > self._max_bytes:
+            raise self._too_large()
+        if length is not None and len(body) < length:
+            raise falcon.HTTPBadRequest(
+                title="Incomplete body",
+                description=f"The body ended after {len(body)} of its {length} bytes.",
             )
+        req.stream = req.env["wsgi.input"] = io.BytesIO(body)
+        req.env["CONTENT_LENGTH"] = str(len(body))
 
-
-def _read_whole(req, length: int) -> None:
-    """Read a body of `length` bytes, and refuse it when the client stopped sending before.
-
-    gunicorn hands on whatever part of the body came before the client closed; were that part
-    valid JSON, an incomplete request (RFC 9112 section 6.3) would be served as a whole one.
-    """
-    body = req.stream.read(length)
-    if len(body) < length:
-        raise falcon.HTTPBadRequest(
-            title="Incomplete body",
-            description=f"The body ended after {len(body)} of its {length} bytes.",
+    def _too_large(self) -> falcon.HTTPContentTooLarge:
+        return falcon.HTTPContentTooLarge(
+            title="Content Too Large",
+            description=f"The body may hold at most {self._max_bytes} bytes.",
         )
-    req.stream = req.env["wsgi.input"] = io.BytesIO(body)
