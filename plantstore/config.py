@@ -8,6 +8,8 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from plantstore.stores import store_kind
+
 DEFAULT_MAX_BODY_BYTES = 65536
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 DEFAULT_STORE = "memory://"
@@ -88,11 +90,8 @@ def _read_store(environ: Mapping[str, str]) -> str:
     A refused value is not echoed: a mistyped PostgreSQL URL may hold a password.
     """
     url = environ.get("PLANTSTORE_STORE", "").strip() or DEFAULT_STORE
-    if url == DEFAULT_STORE:
-        return url
-    if url.startswith("sqlite:///") and url.removeprefix("sqlite:///") not in ("", "/", ":memory:"):
-        return url
-    if url.startswith(("postgresql://", "postgres://")):
+    kind = store_kind(url)
+    if kind == "postgresql":
         try:
             import psycopg_pool  # noqa: F401
         except ImportError:
@@ -100,6 +99,7 @@ def _read_store(environ: Mapping[str, str]) -> str:
                 "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: "
                 "pip install 'plantstore[postgres]'"
             ) from None
+    if kind:
         return url
     raise ConfigError(f"PLANTSTORE_STORE must be {STORE_FORMS}")
 

@@ -32,22 +32,35 @@ class PlantStore(Protocol):
         ...
 
 
+def store_kind(url: str) -> str | None:
+    """Name the store a `PLANTSTORE_STORE` URL chooses (memory, sqlite, postgresql), or None."""
+    if url == "memory://":
+        return "memory"
+    if url.startswith("sqlite:///") and url.removeprefix("sqlite:///") not in ("", "/", ":memory:"):
+        return "sqlite"
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql"
+    return None
+
+
 def open_store(url: str) -> PlantStore:
     """Open the store a `PLANTSTORE_STORE` URL names (checked by `plantstore.config`).
 
     The SQLite and PostgreSQL modules are imported only when chosen, so the base install
     needs neither psycopg nor anything else beyond the standard library.
     """
-    if url == "memory://":
+    kind = store_kind(url)
+    if kind == "memory":
         from plantstore.stores.memory import MemoryStore
 
         return MemoryStore()
-    if url.startswith("sqlite:///"):
+    if kind == "sqlite":
         from plantstore.stores.sqlite import SqliteStore
 
         return SqliteStore(url.removeprefix("sqlite:///"))
-    if url.startswith(("postgresql://", "postgres://")):
+    if kind == "postgresql":
         from plantstore.stores.postgres import PostgresStore
 
         return PostgresStore(url)
-    raise ValueError(f"no store for {url!r}")
+    # Not the URL itself: a mistyped PostgreSQL URL may hold a password.
+    raise ValueError("PLANTSTORE_STORE names no store")
