@@ -1,7 +1,8 @@
 """The store contract: the same assertions against the memory, SQLite and PostgreSQL stores."""
 
 import threading
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 import orjson
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantstore.schemas import INT64_MAX, INT64_MIN, PlantSchema
-from plantstore.stores import open_store
+from plantstore.stores import PlantStore, open_store
 from plantstore.stores.memory import MemoryStore
 
 FERN = b'{"name":"fern"}'
@@ -85,6 +86,92 @@ def test_concurrent_adds_of_one_id_have_one_winner(any_store):
     contend_for_one_id(lambda n: any_store.add)
 
 
+def test_get_answers_what_the_id_holds(any_store):
+    assert any_store.get(1) is None
+    any_store.add(1, ROSE)
+    assert any_store.get(1) == ROSE
+    assert any_store.get(2) is None
+    assert any_store.get(INT64_MIN) is None
+
+
+def test_delete_tells_whether_there_was_a_plant_and_frees_the_id(any_store):
+    any_store.add(1, ROSE)
+    any_store.add(2, FERN)
+    assert any_store.delete(1) is True
+    assert any_store.delete(1) is False
+    assert any_store.delete(3) is False
+    assert any_store.get(1) is None
+    assert any_store.page(None, 10, None) == [(2, FERN)]
+    assert any_store.page(None, 10, "red") == []
+    assert any_store.add(1, FERN) == FERN
+    assert any_store.get(1) == FERN
+    assert any_store.page(None, 10, None) == [(1, FERN), (2, FERN)]
+
+
+def walk(store: PlantStore, limit: int, tag: str | None = None) -> list[tuple[int, bytes]]:
+    """Every plant the pages give, each page starting after the last id of the one before."""
+    plants, after = [], None
+    while page := store.page(after, limit, tag):
+        assert len(page) <= limit
+        plants += page
+        after = page[-1][0]
+    return plants
+
+
+EDGE_IDS = [INT64_MIN, INT64_MIN + 1, -2, 0, 1, 2**31, INT64_MAX - 1, INT64_MAX]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 100])
+def test_pages_walk_every_plant_in_id_order(any_store, limit):
+    plants = {plant_id: document(f"plant {plant_id}") for plant_id in EDGE_IDS}
+    for plant_id in reversed(EDGE_IDS):
+        any_store.add(plant_id, plants[plant_id])
+    assert walk(any_store, limit) == sorted(plants.items())
+
+
+@pytest.mark.parametrize(
+    "after", [INT64_MIN, INT64_MIN + 1, -1, 0, 2**31, INT64_MAX - 1, INT64_MAX]
+)
+def test_a_page_holds_the_ids_above_after(any_store, after):
+    for plant_id in EDGE_IDS:
+        any_store.add(plant_id, document(f"plant {plant_id}", tag="t"))
+    above = [plant_id for plant_id in EDGE_IDS if plant_id > after]
+    for tag in (None, "t"):
+        assert [plant_id for plant_id, _ in any_store.page(after, 100, tag)] == above
+        assert [plant_id for plant_id, _ in any_store.page(after, 2, tag)] == above[:2]
+    assert [plant_id for plant_id, _ in any_store.page(None, 2, None)] == EDGE_IDS[:2]
+
+
+TAGS = ["\u0000", "a\u0000b", "a", "", " ", "A", "Fußnote 🌿", "e\u0301", "é", "日本", "x" * 5000]
+
+
+def test_a_tag_matches_exactly_that_tag(any_store):
+    """Each tag on three plants, and plants without a tag; `\\u0000` ends no tag early."""
+    tagged: dict[str, list[tuple[int, bytes]]] = {tag: [] for tag in TAGS}
+    plant_id = INT64_MIN
+    for n in range(3):
+        for tag in TAGS:
+            plant = document(f"{tag} {n}", tag)
+            any_store.add(plant_id, plant)
+            tagged[tag].append((plant_id, plant))
+            any_store.add(plant_id + 1, document(tag))
+            plant_id += 1000
+    for tag, plants in tagged.items():
+        assert any_store.page(None, 10, tag) == plants
+        assert walk(any_store, 1, tag) == plants
+        assert any_store.page(plants[0][0], 10, tag) == plants[1:]
+    assert any_store.page(None, 10, "b") == []
+    assert any_store.page(None, 10, "null") == []
+
+
+def test_a_plant_without_a_tag_matches_no_tag(any_store):
+    for plant_id, name in enumerate(["", "null", "None", "\u0000"]):
+        any_store.add(plant_id, document(name))
+    for tag in ["", "null", "None", "\u0000"]:
+        assert any_store.page(None, 10, tag) == []
+    assert len(any_store.page(None, 10, None)) == 4
+
+
 def test_a_store_that_can_serve_is_ready(any_store):
     assert any_store.ready()
 
@@ -116,6 +203,85 @@ def test_every_store_answers_a_sequence_of_adds_as_the_model_does(any_store, mod
         assert any_store.add(plant_id, plant) == model.add(plant_id, plant)
 
 
+ids = st.integers(min_value=INT64_MIN, max_value=INT64_MAX) | st.integers(min_value=0, max_value=5)
+tags = st.none() | st.sampled_from(["", "a", "a\u0000b", "\u0000"]) | st.text()
+operations = st.lists(
+    st.tuples(st.just("add"), ids, st.text(), tags)
+    | st.tuples(st.just("delete"), ids)
+    | st.tuples(st.just("get"), ids)
+    | st.tuples(st.just("page"), st.none() | ids, st.integers(min_value=1, max_value=4), tags),
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(requests=operations)
+def test_every_store_answers_a_sequence_of_any_calls_as_the_model_does(any_store, model, requests):
+    """Adds, deletes, gets and pages; the store and the model live for the whole test."""
+    for name, *arguments in requests:
+        if name == "add":
+            plant_id, plant_name, tag = arguments
+            arguments = [plant_id, document(plant_name, tag)]
+        assert getattr(any_store, name)(*arguments) == getattr(model, name)(*arguments)
+    assert any_store.page(None, 1000, None) == model.page(None, 1000, None)
+
+
+def race_adds_and_deletes(stores: Sequence[PlantStore]) -> None:
+    """Let 12 threads add and delete plants of 2 ids at once; assert some serial order explains it.
+
+    Each add keeps a plant of its own, or answers a plant another add kept; per id, the adds that
+    kept theirs and the deletes that found one alternate, so the id ends holding a plant exactly
+    when there was one more of the former, and then one of theirs.
+    """
+    contenders, rounds, plant_ids = 12, 40, (7, INT64_MIN)
+    start = threading.Barrier(contenders)
+    calls: list[tuple[str, int, bytes | None, object]] = []
+    failures: list[BaseException] = []
+
+    def contend(n):
+        store = stores[n % len(stores)]
+        start.wait()
+        try:
+            for r in range(rounds):
+                plant_id = plant_ids[(n + r) % len(plant_ids)]
+                if (n + r // 2) % 3:
+                    plant = document(f"plant {n} {r}")
+                    calls.append(("add", plant_id, plant, store.add(plant_id, plant)))
+                else:
+                    calls.append(("delete", plant_id, None, store.delete(plant_id)))
+        except BaseException as ex:
+            failures.append(ex)
+
+    threads = [threading.Thread(target=contend, args=(n,)) for n in range(contenders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert failures == []
+    kept = {
+        (plant_id, plant)
+        for name, plant_id, plant, answer in calls
+        if name == "add" and answer == plant
+    }
+    for name, plant_id, _, answer in calls:
+        if name == "add":
+            assert (plant_id, answer) in kept
+    balance = Counter(plant_id for plant_id, _ in kept)
+    balance.subtract(plant_id for name, plant_id, _, answer in calls if answer is True)
+    for plant_id in plant_ids:
+        assert balance[plant_id] in (0, 1)
+        held = stores[0].get(plant_id)
+        assert (held is not None) == (balance[plant_id] == 1)
+        assert held is None or (plant_id, held) in kept
+
+
+def test_concurrent_adds_and_deletes_of_an_id_follow_some_serial_order(any_store):
+    race_adds_and_deletes([any_store])
+
+
 shared = pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
 
 
@@ -137,6 +303,16 @@ def test_stores_on_one_database_agree_on_one_winner(store_url):
     stores = [open_store(store_url) for _ in range(4)]
     try:
         contend_for_one_id(lambda n: stores[n % len(stores)].add)
+    finally:
+        for store in stores:
+            store.close()
+
+
+@shared
+def test_stores_on_one_database_add_and_delete_in_some_serial_order(store_url):
+    stores = [open_store(store_url) for _ in range(4)]
+    try:
+        race_adds_and_deletes(stores)
     finally:
         for store in stores:
             store.close()

@@ -14,17 +14,42 @@ class StoreUnavailable(Exception):
     """
 
 
+class SchemaTooNew(Exception):
+    """The database was brought to a schema newer than this code knows: it must not touch it."""
+
+
 class PlantStore(Protocol):
+    """Where plants are kept. Every method but `close` raises `StoreUnavailable` when it cannot
+    serve now; every store gives the same answers to the same sequence of calls.
+    """
+
     def add(self, plant_id: int, plant: bytes) -> bytes:
         """Keep `plant` under `plant_id` unless the id is taken; return what the id now holds.
 
         Check and insert are one atomic step: of concurrent calls for a new id, exactly one keeps
-        its plant and every call returns that plant. Raises `StoreUnavailable`.
+        its plant and every call returns that plant. An id freed by a concurrent `delete` is
+        taken again, never reported as holding a plant that no order of the calls explains.
+        """
+        ...
+
+    def get(self, plant_id: int) -> bytes | None:
+        """The plant kept under `plant_id`, or None."""
+        ...
+
+    def delete(self, plant_id: int) -> bool:
+        """Forget the plant under `plant_id`; tell whether there was one."""
+        ...
+
+    def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
+        """Up to `limit` (id, plant) pairs in ascending id order, from an index.
+
+        Only ids above `after` (every id when None), and only plants whose `tag` is exactly
+        `tag` when it is given. Its cost grows with `limit`, not with what the store holds.
         """
         ...
 
     def ready(self) -> bool:
-        """Tell whether `add` can be served now."""
+        """Tell whether the store can serve now."""
         ...
 
     def close(self) -> None:

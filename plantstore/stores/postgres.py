@@ -1,6 +1,7 @@
 """A store in PostgreSQL: durable, and shared by every process on every machine."""
 
 from collections.abc import Callable
+from contextlib import suppress
 from functools import partial
 from typing import TypeVar
 
@@ -8,6 +9,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from plantstore.stores import StoreUnavailable
+from plantstore.stores.sql import page_query, steps_to_take, tag_key
 
 #: Connections a worker may hold: one per thread of the default `GUNICORN_THREADS`.
 POOL_SIZE = 8
@@ -21,17 +23,78 @@ RECONNECT_SECONDS = 10.0
 
 _T = TypeVar("_T")
 
-#: Held while the table is made, so that workers starting together do not race to make it.
-_CREATE_TABLE_LOCK = 0x706C616E7473
-# `json` keeps the document's exact text (`jsonb` would reorder it and refuse `\u0000`), so
-# what comes back compares byte for byte with what a repeat sends.
-_CREATE_TABLE = "CREATE TABLE IF NOT EXISTS plants (id bigint PRIMARY KEY, plant json NOT NULL)"
+#: What every connection is opened with, besides the URL.
+_CONNECT = {"autocommit": True, "connect_timeout": round(WAIT_SECONDS)}
+#: Held while the schema changes, so that workers starting together change it once.
+_SCHEMA_LOCK = 0x706C616E7473
 
 
-def _create_table(connection: psycopg.Connection) -> None:
+def _create_plants(connection: psycopg.Connection) -> None:
+    """Make the table as 1.0.0 made it.
+
+    `json` keeps the document's exact text (`jsonb` would reorder it and refuse `\\u0000`), so
+    what comes back compares byte for byte with what a repeat sends.
+    """
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS plants (id bigint PRIMARY KEY, plant json NOT NULL)"
+    )
+
+
+def _index_tags(connection: psycopg.Connection) -> None:
+    """Keep each plant's tag (`tag_key`) beside it, in an index ordered by tag, then id."""
+    connection.execute("ALTER TABLE plants ADD COLUMN IF NOT EXISTS tag bytea")
+    # Read on the server's side, a batch at a time: the table may be larger than this memory.
+    with connection.cursor(name="plantstore_tags") as plants, connection.cursor() as update:
+        plants.execute("SELECT id, plant::text FROM plants")
+        while rows := plants.fetchmany(1000):
+            update.executemany(
+                "UPDATE plants SET tag = %s WHERE id = %s",
+                [
+                    (tag, plant_id)
+                    for plant_id, plant in rows
+                    if (tag := tag_key(plant)) is not None
+                ],
+            )
+    connection.execute("CREATE INDEX IF NOT EXISTS plants_by_tag ON plants (tag, id)")
+
+
+#: The schema, step by step; the one row of `plantstore_schema` counts the steps taken.
+_STEPS = (_create_plants, _index_tags)
+
+
+def _version(connection: psycopg.Connection) -> int:
+    """Read the schema version: 0 for an empty database or one that 1.0.0 made."""
+    if connection.execute("SELECT to_regclass('plantstore_schema')").fetchone()[0] is None:
+        return 0
+    row = connection.execute("SELECT version FROM plantstore_schema").fetchone()
+    return 0 if row is None else row[0]
+
+
+def _migrate(connection: psycopg.Connection) -> None:
+    """Take the schema steps the database lacks, once, whoever else starts at the same time.
+
+    The version is read first without the lock: each new connection of the pool comes here,
+    and for an up-to-date database that costs two short queries.
+    """
+    database = f"PostgreSQL database {connection.info.dbname}"
+    if not steps_to_take(_STEPS, _version(connection), database):
+        return
     with connection.transaction():
-        connection.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_TABLE_LOCK,))
-        connection.execute(_CREATE_TABLE)
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        # Not `to_regclass` here: it looks in the catalog cache, which waiting for the lock
+        # left as it was, and may not see the table that another worker's migration made.
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS plantstore_schema (version integer NOT NULL)"
+        )
+        row = connection.execute("SELECT version FROM plantstore_schema").fetchone()
+        steps = steps_to_take(_STEPS, 0 if row is None else row[0], database)
+        for step in steps:
+            step(connection)
+        if steps:
+            connection.execute("DELETE FROM plantstore_schema")
+            connection.execute(
+                "INSERT INTO plantstore_schema (version) VALUES (%s)", (len(_STEPS),)
+            )
 
 
 class PostgresStore:
@@ -40,7 +103,7 @@ class PostgresStore:
     Open it after gunicorn forks (the app is not preloaded, so `create_app` runs in each
     worker): a connection inherited across a fork would be shared by accident. The pool
     connects in the background, so a worker starts even while the database is down, and it
-    replaces a connection that broke; meanwhile `add` raises `StoreUnavailable`.
+    replaces a connection that broke; meanwhile its methods raise `StoreUnavailable`.
 
     The database's primary key decides who wins an id, in one statement, so the duplicate rule
     holds across processes and machines. Each statement commits on its own (autocommit), and
@@ -48,15 +111,22 @@ class PostgresStore:
 
     Args:
         url: a libpq URL; what it leaves out comes from the usual `PG*` variables.
+
+    Raises:
+        SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
     """
 
     def __init__(self, url: str) -> None:
+        # Migrate now when the server is up, so that a schema too new stops the worker; when it
+        # is down, the pool migrates as it connects.
+        with suppress(psycopg.OperationalError), psycopg.connect(url, **_CONNECT) as connection:
+            _migrate(connection)
         self._pool = ConnectionPool(
             url,
-            kwargs={"autocommit": True, "connect_timeout": round(WAIT_SECONDS)},
+            kwargs=_CONNECT,
             min_size=1,
             max_size=POOL_SIZE,
-            configure=_create_table,
+            configure=_migrate,
             timeout=WAIT_SECONDS,
             reconnect_timeout=RECONNECT_SECONDS,
             name="plantstore",
@@ -65,6 +135,17 @@ class PostgresStore:
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
         return self._on_a_connection(partial(_add, plant_id=plant_id, plant=plant))
+
+    def get(self, plant_id: int) -> bytes | None:
+        return self._on_a_connection(partial(_get, plant_id=plant_id))
+
+    def delete(self, plant_id: int) -> bool:
+        return self._on_a_connection(partial(_delete, plant_id=plant_id))
+
+    def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
+        return self._on_a_connection(
+            partial(_page, query=page_query(after, limit, tag, plant="plant::text", marker="%s"))
+        )
 
     def ready(self) -> bool:
         try:
@@ -81,7 +162,8 @@ class PostgresStore:
 
         A pooled connection the server dropped while idle (it restarted) fails only when used;
         each is then thrown away, so a restart costs no request. `work` is safe to repeat: a
-        plant is only inserted where the id holds none.
+        plant is only inserted where the id holds none, and a delete whose answer was lost
+        changes nothing when repeated (but then answers that it found nothing).
         """
         for _ in range(POOL_SIZE + 1):
             connection = None
@@ -96,16 +178,36 @@ class PostgresStore:
 
 
 def _add(connection: psycopg.Connection, plant_id: int, plant: bytes) -> bytes:
-    inserted = connection.execute(
-        "INSERT INTO plants (id, plant) VALUES (%s, %s::json) ON CONFLICT (id) DO NOTHING",
-        (plant_id, plant.decode()),
-    ).rowcount
-    if inserted:
-        return plant
-    (kept,) = connection.execute(
+    row = (plant_id, plant.decode(), tag_key(plant))
+    # A delete may free the id between the two statements: then take it again. Each is a
+    # statement of its own, so the SELECT sees what committed after the INSERT looked.
+    while True:
+        inserted = connection.execute(
+            "INSERT INTO plants (id, plant, tag) VALUES (%s, %s::json, %s) "
+            "ON CONFLICT (id) DO NOTHING",
+            row,
+        ).rowcount
+        if inserted:
+            return plant
+        kept = _get(connection, plant_id)
+        if kept is not None:
+            return kept
+
+
+def _get(connection: psycopg.Connection, plant_id: int) -> bytes | None:
+    kept = connection.execute(
         "SELECT plant::text FROM plants WHERE id = %s", (plant_id,)
     ).fetchone()
-    return kept.encode()
+    return None if kept is None else kept[0].encode()
+
+
+def _delete(connection: psycopg.Connection, plant_id: int) -> bool:
+    return connection.execute("DELETE FROM plants WHERE id = %s", (plant_id,)).rowcount > 0
+
+
+def _page(connection: psycopg.Connection, query: tuple[str, tuple]) -> list[tuple[int, bytes]]:
+    rows = connection.execute(*query).fetchall()
+    return [(plant_id, plant.encode()) for plant_id, plant in rows]
 
 
 def _ping(connection: psycopg.Connection) -> None:

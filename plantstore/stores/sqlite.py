@@ -2,30 +2,71 @@
 
 import sqlite3
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from plantstore.stores import StoreUnavailable
+from plantstore.stores.sql import page_query, steps_to_take, tag_key
 
-_SETUP = (
+#: Seconds between attempts to switch a new database to its write-ahead log.
+_SWITCH_RETRY_SECONDS = 0.005
+
+
+def _set_up(connection: sqlite3.Connection, busy_timeout: float) -> None:
+    """Make the database write ahead to a log and the connection sync every commit."""
     # Readers never wait for the writer, and a commit appends to the log instead of rewriting.
-    "PRAGMA journal_mode = WAL",
+    # Switching a new database needs an exclusive lock, and to processes that try at the same
+    # moment SQLite answers busy at once, without waiting: so wait here.
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            break
+        except sqlite3.OperationalError as ex:
+            if ex.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(_SWITCH_RETRY_SECONDS)
     # In WAL mode FULL syncs the log at every commit: a plant answered with 200 is on disk.
     # NORMAL would keep the file consistent but could lose the last commits to a power cut.
-    "PRAGMA synchronous = FULL",
-    # The plant is its JSON document as text, which SQLite's JSON functions can read.
-    "CREATE TABLE IF NOT EXISTS plants (id INTEGER PRIMARY KEY, plant TEXT NOT NULL)",
-)
+    connection.execute("PRAGMA synchronous = FULL")
+
+
+def _create_plants(connection: sqlite3.Connection) -> None:
+    """Make the table as 1.0.0 made it: the plant is its JSON document as text."""
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS plants (id INTEGER PRIMARY KEY, plant TEXT NOT NULL)"
+    )
+
+
+def _index_tags(connection: sqlite3.Connection) -> None:
+    """Keep each plant's tag (`tag_key`) beside it, in an index ordered by tag, then id."""
+    connection.execute("ALTER TABLE plants ADD COLUMN tag BLOB")
+    plants = connection.execute("SELECT id, plant FROM plants")
+    connection.executemany(
+        "UPDATE plants SET tag = ? WHERE id = ?",
+        ((tag, plant_id) for plant_id, plant in plants if (tag := tag_key(plant)) is not None),
+    )
+    connection.execute("CREATE INDEX IF NOT EXISTS plants_by_tag ON plants (tag, id)")
+
+
+#: The schema, step by step; `PRAGMA user_version` counts the steps a database has taken.
+_STEPS = (_create_plants, _index_tags)
 
 
 class SqliteStore:
     """Plants in a SQLite database file, one connection per thread.
 
     The database's primary key decides who wins an id, in one statement, so the duplicate rule
-    holds across threads and processes. A plant is never changed once kept, so what the id
-    holds after `INSERT ... ON CONFLICT DO NOTHING` is what it will always hold.
+    holds across threads and processes.
 
     Args:
         path: the database file; made, with its table, on first start.
         busy_timeout: seconds a write waits for another process's write before giving up.
+
+    Raises:
+        SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
+        StoreUnavailable: the database cannot be opened, or stays locked.
     """
 
     def __init__(self, path: str, busy_timeout: float = 5.0) -> None:
@@ -34,26 +75,46 @@ class SqliteStore:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._connection()
+        with self._served() as connection:
+            self._migrate(connection)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        try:
-            connection = self._connection()
-            inserted = connection.execute(
-                "INSERT INTO plants (id, plant) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
-                (plant_id, plant.decode()),
-            ).rowcount
-            if inserted:
-                return plant
-            (kept,) = connection.execute(
+        row = (plant_id, plant.decode(), tag_key(plant))
+        with self._served() as connection:
+            # A delete may free the id between the two statements: then take it again.
+            while True:
+                inserted = connection.execute(
+                    "INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?) "
+                    "ON CONFLICT (id) DO NOTHING",
+                    row,
+                ).rowcount
+                if inserted:
+                    return plant
+                kept = connection.execute(
+                    "SELECT plant FROM plants WHERE id = ?", (plant_id,)
+                ).fetchone()
+                if kept is not None:
+                    return kept[0].encode()
+
+    def get(self, plant_id: int) -> bytes | None:
+        with self._served() as connection:
+            kept = connection.execute(
                 "SELECT plant FROM plants WHERE id = ?", (plant_id,)
             ).fetchone()
-        except sqlite3.OperationalError as ex:
-            raise StoreUnavailable(f"SQLite {self._path}: {ex}") from ex
-        return kept.encode()
+        return None if kept is None else kept[0].encode()
+
+    def delete(self, plant_id: int) -> bool:
+        with self._served() as connection:
+            return connection.execute("DELETE FROM plants WHERE id = ?", (plant_id,)).rowcount > 0
+
+    def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
+        query, values = page_query(after, limit, tag, plant="plant", marker="?")
+        with self._served() as connection:
+            rows = connection.execute(query, values).fetchall()
+        return [(plant_id, plant.encode()) for plant_id, plant in rows]
 
     def ready(self) -> bool:
-        """Take the write lock and let it go: the service only ever writes."""
+        """Take the write lock and let it go: adds and deletes need it."""
         try:
             connection = self._connection()
             connection.execute("BEGIN IMMEDIATE")
@@ -69,8 +130,35 @@ class SqliteStore:
                 connection.close()
             self._connections.clear()
 
+    def _migrate(self, connection: sqlite3.Connection) -> None:
+        """Take the schema steps the database lacks, once, whoever else starts at the same time.
+
+        The version is read first without a lock, so an up-to-date database is not written to.
+        """
+        database = f"SQLite {self._path}"
+        (version,) = connection.execute("PRAGMA user_version").fetchone()
+        if not steps_to_take(_STEPS, version, database):
+            return
+        # The write lock, held to the commit: another process migrating makes this one wait.
+        connection.execute("BEGIN IMMEDIATE")
+        with connection:
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            steps = steps_to_take(_STEPS, version, database)
+            for step in steps:
+                step(connection)
+            if steps:
+                connection.execute(f"PRAGMA user_version = {len(_STEPS)}")
+
+    @contextmanager
+    def _served(self) -> Iterator[sqlite3.Connection]:
+        """Lend the calling thread's connection; a database that cannot serve is unavailable."""
+        try:
+            yield self._connection()
+        except sqlite3.OperationalError as ex:
+            raise StoreUnavailable(f"SQLite {self._path}: {ex}") from ex
+
     def _connection(self) -> sqlite3.Connection:
-        """The calling thread's connection, opened (and the table made) on its first use."""
+        """The calling thread's connection, opened on its first use."""
         connection = getattr(self._local, "connection", None)
         if connection is None:
             connection = self._connect()
@@ -88,8 +176,7 @@ class SqliteStore:
                 check_same_thread=False,
             )
             try:
-                for statement in _SETUP:
-                    connection.execute(statement)
+                _set_up(connection, self._busy_timeout)
             except sqlite3.Error:
                 connection.close()
                 raise
