@@ -12,7 +12,7 @@ from plantstore.errors import handle_store_unavailable, handle_validation_error,
 from plantstore.middleware import BodyLimit, RequestId
 from plantstore.openapi import OpenApiDocument
 from plantstore.proxy import ForwardedClient
-from plantstore.resources import Health, Plants, Readiness
+from plantstore.resources import Health, Plant, Plants, Readiness
 from plantstore.stores import PlantStore, StoreUnavailable, open_store
 
 
@@ -46,6 +46,7 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app.add_error_handler(StoreUnavailable, handle_store_unavailable)
 
     app.add_route("/plants", Plants(store))
+    app.add_route("/plants/{plant_id}", Plant(store))
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Readiness(store))
     app.add_route("/openapi.json", OpenApiDocument())

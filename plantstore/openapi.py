@@ -1,43 +1,137 @@
 """The OpenAPI 3.1.0 document, generated from the marshmallow schemas so the two cannot drift."""
 
+from copy import deepcopy
+from http import HTTPStatus
+
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
-from plantstore.schemas import ErrorSchema, JSONInteger, NewPlantSchema, PlantSchema
+from plantstore.schemas import (
+    DecimalInteger,
+    ErrorSchema,
+    JSONInteger,
+    NewPlantSchema,
+    PageQuerySchema,
+    PlantIdSchema,
+    PlantSchema,
+    StoredPlantSchema,
+)
 
-#: Each status `POST /plants` can answer besides 200, and when.
-PLANT_ERRORS = {
-    400: "The body is not valid JSON or not a valid NewPlant; the message names the field.",
+#: What each failing status means, whichever operation answers it.
+ERRORS = {
+    400: "The request is not valid; the message names each wrong field or parameter and why.",
     401: "No bearer token, or one that is not accepted.",
+    404: "No plant has this id.",
     409: "A plant with this id exists with other content; it is unchanged.",
     413: "The body is larger than the service accepts.",
+    414: "The request line (path and query) is longer than `GUNICORN_LIMIT_REQUEST_LINE`.",
     415: "The body is not JSON (Content-Type must be application/json).",
+    431: "The headers are more or longer than `GUNICORN_LIMIT_REQUEST_FIELDS` and "
+    "`GUNICORN_LIMIT_REQUEST_FIELD_SIZE` allow.",
     500: "An unexpected failure; nothing internal is revealed.",
     503: "The store cannot serve right now; try again after `Retry-After` seconds.",
 }
 
-_RETRY_AFTER = {
+_STRING = {"schema": {"type": "string"}}
+#: Response headers, each described once under `components/headers`.
+HEADERS = {
+    "X-Request-ID": {
+        "description": "The client's own X-Request-ID when it is 1 to 128 characters of "
+        "`A-Za-z0-9._:@-`, else a fresh one; the access log names it.",
+        **_STRING,
+    },
     "Retry-After": {
         "description": "Seconds to wait before trying again.",
         "schema": {"type": "integer"},
-    }
+    },
+    "WWW-Authenticate": {
+        "description": 'The challenge, e.g. `Bearer realm="plantstore"`.',
+        **_STRING,
+    },
+    "Link": {
+        "description": 'The next page, when this one is full: `</plants?after=…>; rel="next"` '
+        "(RFC 8288), a path that keeps the other parameters.",
+        **_STRING,
+    },
 }
 
 
-def _error(description: str) -> dict:
-    return {"description": description, "content": {"application/json": {"schema": "Error"}}}
+def _header(name: str) -> dict:
+    return {"$ref": f"#/components/headers/{name}"}
+
+
+def _answer(description: str, schema=None, *headers: str) -> dict:
+    """A response: its body's schema (none for an empty body) and headers besides X-Request-ID."""
+    answer = {
+        "description": description,
+        "headers": {name: _header(name) for name in ("X-Request-ID", *headers)},
+    }
+    if schema is not None:
+        answer["content"] = {"application/json": {"schema": schema}}
+    return answer
+
+
+def _error_name(status: int) -> str:
+    """The name of a failing status's response under `components/responses`: `NotFound`."""
+    return HTTPStatus(status).phrase.replace(" ", "")
+
+
+def _error(status: int) -> dict:
+    headers = {401: ("WWW-Authenticate",), 503: ("Retry-After",)}
+    return _answer(ERRORS[status], "Error", *headers.get(status, ()))
+
+
+#: What any request may get: gunicorn refuses a request line or headers over its limits
+#: before the app sees them, and a bug is a bug.
+_ANY = (414, 431, 500)
+
+
+def _operation(
+    operation_id: str, summary: str, success: dict, errors: tuple[int, ...], **more
+) -> dict:
+    """An operation behind the bearer token, which needs the store: also 401 and 503."""
+    statuses = sorted({*errors, *_ANY, 401, 503})
+    return {
+        "summary": summary,
+        "operationId": operation_id,
+        # apispec expands parameters in place: each operation needs its own.
+        **deepcopy(more),
+        "responses": {**success, **{status: _error_name(status) for status in statuses}},
+    }
+
+
+def _public(operation_id: str, summary: str, responses: dict) -> dict:
+    """An operation that needs no token."""
+    return {
+        "summary": summary,
+        "operationId": operation_id,
+        "security": [],
+        "responses": {**responses, **{status: _error_name(status) for status in _ANY}},
+    }
+
+
+def _with_head(get: dict) -> dict:
+    """A path's `get` and its `head`, which answers the same statuses and headers, no body."""
+    head = {
+        **deepcopy(get),
+        "summary": f"{get['summary']}: the headers only",
+        "operationId": f"{get['operationId']}Head",
+        "responses": {
+            status: {key: value for key, value in answer.items() if key != "content"}
+            if isinstance(answer, dict)
+            else answer
+            for status, answer in get["responses"].items()
+        },
+    }
+    return {"get": get, "head": head}
 
 
 def _status(value: str) -> dict:
     """A body `{"status": value}`, as `/healthz` and `/readyz` answer."""
     return {
-        "application/json": {
-            "schema": {
-                "type": "object",
-                "properties": {"status": {"type": "string", "const": value}},
-                "required": ["status"],
-            }
-        }
+        "type": "object",
+        "properties": {"status": {"type": "string", "const": value}},
+        "required": ["status"],
     }
 
 
@@ -56,84 +150,114 @@ def build_document() -> dict:
         security=[{"bearerAuth": []}],
     )
     marshmallow.map_to_openapi_type(JSONInteger, "integer", "int64")
+    marshmallow.map_to_openapi_type(DecimalInteger, "integer", "int64")
     spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
     spec.components.schema("Plant", schema=PlantSchema)
     spec.components.schema("NewPlant", schema=NewPlantSchema)
+    spec.components.schema("StoredPlant", schema=StoredPlantSchema)
     spec.components.schema("Error", schema=ErrorSchema)
+    for name, header in HEADERS.items():
+        spec.components.header(name, header)
+    for status in ERRORS:
+        spec.components.response(_error_name(status), _error(status))
 
-    unauthorized = _error(PLANT_ERRORS[401])
-    unauthorized["headers"] = {
-        "WWW-Authenticate": {
-            "description": 'The challenge, e.g. `Bearer realm="plantstore"`.',
-            "schema": {"type": "string"},
-        }
+    # Generated clients and stateful fuzzers follow these from a created plant to its own path.
+    created = {"id": "$request.body#/id"}
+    links = {
+        "getPlant": {"operationId": "getPlant", "parameters": created},
+        "deletePlant": {"operationId": "deletePlant", "parameters": created},
     }
     spec.path(
         path="/plants",
         operations={
-            "post": {
-                "summary": "Create a plant",
-                "description": "An identical repeat of a stored plant answers 200 again.",
-                "operationId": "addPlant",
-                "requestBody": {
+            "post": _operation(
+                "addPlant",
+                "Create a plant",
+                {200: {**_answer("The plant as stored.", "Plant"), "links": links}},
+                (400, 409, 413, 415),
+                description="An identical repeat of a stored plant answers 200 again.",
+                requestBody={
                     "required": True,
                     "content": {"application/json": {"schema": "NewPlant"}},
                 },
-                "responses": {
-                    200: {
-                        "description": "The plant as stored.",
-                        "content": {"application/json": {"schema": "Plant"}},
+            ),
+            **_with_head(
+                _operation(
+                    "listPlants",
+                    "List plants a page at a time, in ascending id order",
+                    {
+                        200: _answer(
+                            "A page of plants, each with its id.",
+                            {"type": "array", "items": "StoredPlant"},
+                            "Link",
+                        )
                     },
-                    **{status: _error(text) for status, text in PLANT_ERRORS.items()},
-                    401: unauthorized,
-                    503: {**_error(PLANT_ERRORS[503]), "headers": _RETRY_AFTER},
-                },
-            }
+                    (400,),
+                    description="Follow the `Link` header's `next` until there is none to see "
+                    "every plant once, even while others are created or deleted.",
+                    parameters=[{"in": "query", "schema": PageQuerySchema}],
+                )
+            ),
+        },
+    )
+    plant_id = [{"in": "path", "schema": PlantIdSchema}]
+    spec.path(
+        path="/plants/{id}",
+        operations={
+            **_with_head(
+                _operation(
+                    "getPlant",
+                    "Read a plant",
+                    {200: _answer("The plant, as its create answered it.", "Plant")},
+                    (400, 404),
+                    parameters=plant_id,
+                )
+            ),
+            "delete": _operation(
+                "deletePlant",
+                "Delete a plant; its id is free again",
+                {204: _answer("The plant is deleted.")},
+                (400, 404),
+                parameters=plant_id,
+            ),
         },
     )
     spec.path(
         path="/healthz",
-        operations={
-            "get": {
-                "summary": "Tell whether the service is up",
-                "operationId": "getHealth",
-                "security": [],
-                "responses": {200: {"description": "The service is up.", "content": _status("ok")}},
-            }
-        },
+        operations=_with_head(
+            _public(
+                "getHealth",
+                "Tell whether the service is up",
+                {200: _answer("The service is up.", _status("ok"))},
+            )
+        ),
     )
     spec.path(
         path="/readyz",
-        operations={
-            "get": {
-                "summary": "Tell whether the service can serve plants now",
-                "operationId": "getReadiness",
-                "security": [],
-                "responses": {
-                    200: {"description": "The store can serve.", "content": _status("ready")},
-                    503: {
-                        **_error("The store cannot serve right now."),
-                        "headers": _RETRY_AFTER,
-                    },
+        operations=_with_head(
+            _public(
+                "getReadiness",
+                "Tell whether the service can serve plants now",
+                {
+                    200: _answer("The store can serve.", _status("ready")),
+                    503: _answer(
+                        "The store cannot serve right now.",
+                        "Error",
+                        "Retry-After",
+                    ),
                 },
-            }
-        },
+            )
+        ),
     )
     spec.path(
         path="/openapi.json",
-        operations={
-            "get": {
-                "summary": "This document",
-                "operationId": "getOpenApi",
-                "security": [],
-                "responses": {
-                    200: {
-                        "description": "The OpenAPI document of the service.",
-                        "content": {"application/json": {"schema": {"type": "object"}}},
-                    }
-                },
-            }
-        },
+        operations=_with_head(
+            _public(
+                "getOpenApi",
+                "This document",
+                {200: _answer("The OpenAPI document of the service.", {"type": "object"})},
+            )
+        ),
     )
     return spec.to_dict()
 
@@ -152,3 +276,5 @@ class OpenApiDocument:
 
     def on_get(self, req, resp):
         resp.media = {**self._document, "servers": [{"url": req.prefix}]}
+
+    on_head = on_get

@@ -1,14 +1,22 @@
 """The HTTP resources; they know the contract, not how plants are stored."""
 
+from urllib.parse import quote, urlencode
+
 import falcon
 import orjson
 
-from plantstore.schemas import dump_plant, load_new_plant
+from plantstore.schemas import (
+    dump_plant,
+    load_new_plant,
+    load_page_query,
+    load_plant_id,
+    stored_plant,
+)
 from plantstore.stores import PlantStore, StoreUnavailable
 
 
 class Plants:
-    """`/plants`: create a plant under the id its client chose."""
+    """`/plants`: create a plant under the id its client chose, and list them page by page."""
 
     def __init__(self, store: PlantStore) -> None:
         self._store = store
@@ -25,6 +33,52 @@ class Plants:
             )
         resp.data = kept
 
+    def on_get(self, req, resp):
+        """List a page of plants in ascending id order; a full page links to the next one.
+
+        The next page starts after the last id of this one (a keyset, not an offset), so a
+        client that follows `next` sees every plant once while others come and go.
+        """
+        query = load_page_query(req.params)
+        page = self._store.page(query.get("after"), query["limit"], query.get("tag"))
+        resp.data = b"[%b]" % b",".join(stored_plant(*item) for item in page)
+        if len(page) == query["limit"]:
+            given = {name: query[name] for name in ("limit", "tag") if name in req.params}
+            query_string = urlencode({**given, "after": page[-1][0]}, quote_via=quote)
+            target = f"{req.root_path}{req.path}?{query_string}"
+            # Quoted, as GitHub writes it and as many clients' parsers expect.
+            resp.append_header("Link", f'<{target}>; rel="next"')
+
+    on_head = on_get
+
+
+class Plant:
+    """`/plants/{id}`: one plant, to read or delete."""
+
+    def __init__(self, store: PlantStore) -> None:
+        self._store = store
+
+    def on_get(self, req, resp, plant_id):
+        """Answer the plant, byte for byte what its create answered."""
+        plant_id = load_plant_id(plant_id)
+        plant = self._store.get(plant_id)
+        if plant is None:
+            raise _not_found(plant_id)
+        resp.data = plant
+
+    on_head = on_get
+
+    def on_delete(self, req, resp, plant_id):
+        """Forget the plant; its id is free again."""
+        plant_id = load_plant_id(plant_id)
+        if not self._store.delete(plant_id):
+            raise _not_found(plant_id)
+        resp.status = falcon.HTTP_204
+
+
+def _not_found(plant_id: int) -> falcon.HTTPNotFound:
+    return falcon.HTTPNotFound(title="Not Found", description=f"No plant has id {plant_id}.")
+
 
 class Health:
     """`/healthz`: the process is up and answering; it asks nothing of the store."""
@@ -33,6 +87,8 @@ class Health:
 
     def on_get(self, req, resp):
         resp.media = {"status": "ok"}
+
+    on_head = on_get
 
 
 class Readiness:
@@ -47,3 +103,5 @@ class Readiness:
         if not self._store.ready():
             raise StoreUnavailable("not ready")
         resp.media = {"status": "ready"}
+
+    on_head = on_get

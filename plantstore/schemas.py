@@ -1,8 +1,14 @@
 """The contract's bodies; the single source of truth for validation and the OpenAPI document."""
 
+import re
+
 from marshmallow import EXCLUDE, Schema, fields, missing, validate
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT64_TEXT = f"an int64, from {INT64_MIN} to {INT64_MAX}"
+
+#: Page sizes of `GET /plants`.
+DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT = 100, 1000
 
 #: Beyond this magnitude a float no longer holds every integer exactly: `9007199254740993.0`
 #: parses as 9007199254740992, not the number the client wrote.
@@ -17,7 +23,7 @@ class JSONInteger(fields.Integer):
     """
 
     default_error_messages = {
-        "out_of_range": f"Must be an int64, from {INT64_MIN} to {INT64_MAX}.",
+        "out_of_range": f"Must be {INT64_TEXT}.",
         "inexact": "Not an exact integer: beyond ±2**53, write it without a fraction part or "
         "exponent.",
     }
@@ -53,6 +59,60 @@ class NewPlantSchema(PlantSchema):
     id = JSONInteger(required=True, validate=validate.Range(min=INT64_MIN, max=INT64_MAX))
 
 
+class StoredPlantSchema(NewPlantSchema):
+    """`StoredPlant`: a `Plant` with the id it is kept under, as `GET /plants` lists it."""
+
+    class Meta(NewPlantSchema.Meta):
+        fields = ("id", "name", "tag")
+
+
+_DECIMAL = re.compile(r"(-?[0-9]+)(?:\.0+)?")
+
+
+class DecimalInteger(fields.Integer):
+    """An integer written in decimal digits, as a path segment or a query parameter holds one.
+
+    `5` and, as JSON Schema counts integers, `5.0`: a client that got an id as a JSON number
+    may write it back either way. Nothing else: `int()` would also take `1_000`, ` 5` and
+    other scripts' digits. The text is exact, so no digit is lost to a float.
+    """
+
+    default_error_messages = {"invalid": "Not a decimal integer."}
+
+    def _validated(self, value):
+        decimal = _DECIMAL.fullmatch(value) if type(value) is str else None
+        if decimal is None:
+            raise self.make_error("invalid")
+        return super()._validated(decimal[1])
+
+
+_INT64 = validate.Range(min=INT64_MIN, max=INT64_MAX, error=f"Must be {INT64_TEXT}.")
+
+
+class PlantIdSchema(Schema):
+    """The `{id}` of `/plants/{id}`."""
+
+    id = DecimalInteger(required=True, validate=_INT64)
+
+
+class PageQuerySchema(Schema):
+    """The query of `GET /plants`: which page of the plants, in ascending id order."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    limit = DecimalInteger(
+        load_default=DEFAULT_PAGE_LIMIT,
+        validate=validate.Range(min=1, max=MAX_PAGE_LIMIT),
+        metadata={"description": "The most plants on the page."},
+    )
+    after = DecimalInteger(
+        validate=_INT64,
+        metadata={"description": "Only plants with a greater id: the last id of the page before."},
+    )
+    tag = fields.String(metadata={"description": "Only plants with exactly this tag."})
+
+
 class ErrorSchema(Schema):
     """`Error`: the body of every answer that is not a success."""
 
@@ -62,6 +122,10 @@ class ErrorSchema(Schema):
 
 _NEW_PLANT = NewPlantSchema()
 _PLANT_FIELDS = tuple(PlantSchema().fields)
+_PLANT_ID = PlantIdSchema()
+_PAGE_QUERY = PageQuerySchema()
+#: Decimal ids of up to 18 digits, which are all int64s: the schema's answer, without its cost.
+_PLAIN_ID = re.compile(r"-?[0-9]{1,18}")
 
 
 def load_new_plant(data: object) -> dict:
@@ -94,3 +158,27 @@ def dump_plant(new_plant: dict) -> dict:
     at a tenth of the cost of marshmallow's machinery. tests/test_schemas.py checks both agree.
     """
     return {name: new_plant[name] for name in _PLANT_FIELDS if name in new_plant}
+
+
+def load_plant_id(text: str) -> int:
+    """Give what `PlantIdSchema().load({"id": text})["id"]` gives, quickly for a plain id.
+
+    tests/test_schemas.py checks that both ways agree.
+    """
+    if _PLAIN_ID.fullmatch(text):
+        return int(text)
+    return _PLANT_ID.load({"id": text})["id"]
+
+
+def load_page_query(params: dict) -> dict:
+    """Read the query of `GET /plants`: `limit` always, `after` and `tag` when given."""
+    return _PAGE_QUERY.load(params)
+
+
+def stored_plant(plant_id: int, plant: bytes) -> bytes:
+    """Give the `StoredPlant` document of a kept `Plant` document: its id first, then its fields.
+
+    A kept plant is a JSON object with at least a name, so the id goes in after its `{`: no
+    parsing and dumping per listed plant. tests/test_schemas.py checks it against the schema.
+    """
+    return b'{"id":%d,%s' % (plant_id, plant[1:])

@@ -1,3 +1,4 @@
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -7,9 +8,14 @@ from plantstore.schemas import (
     INT64_MAX,
     INT64_MIN,
     NewPlantSchema,
+    PlantIdSchema,
     PlantSchema,
+    StoredPlantSchema,
     dump_plant,
     load_new_plant,
+    load_page_query,
+    load_plant_id,
+    stored_plant,
 )
 
 new_plant = NewPlantSchema()
@@ -132,3 +138,89 @@ valid_new_plants = st.fixed_dictionaries(
 def test_dump_plant_dumps_exactly_what_the_schema_dumps(body):
     loaded = new_plant.load(body)
     assert list(dump_plant(loaded).items()) == list(PlantSchema().dump(loaded).items())
+
+
+plant_id_texts = (
+    st.integers(min_value=INT64_MIN - 2, max_value=INT64_MAX + 2).map(str)
+    | st.integers(min_value=INT64_MIN - 2, max_value=INT64_MAX + 2).map(lambda n: f"{n}.0")
+    | st.sampled_from(
+        ["", "-", "1.5", "1.", "1.00", "1e3", "+5", " 5", "5 ", "1_000", "٣", "0x1f", "-0", "007"]
+    )
+    | st.text(max_size=25)
+)
+
+
+@settings(max_examples=500, derandomize=True)
+@given(plant_id_texts)
+def test_the_plant_id_shortcut_loads_exactly_what_the_schema_loads(text):
+    try:
+        expected = PlantIdSchema().load({"id": text})["id"]
+    except ValidationError as ex:
+        with pytest.raises(ValidationError) as caught:
+            load_plant_id(text)
+        assert caught.value.messages == ex.messages
+    else:
+        assert load_plant_id(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("abc", "Not a decimal integer."),
+        ("1.5", "Not a decimal integer."),
+        ("1.01", "Not a decimal integer."),
+        ("1.", "Not a decimal integer."),
+        ("1_000", "Not a decimal integer."),
+        ("٣", "Not a decimal integer."),
+        ("9223372036854775808", "Must be an int64, from"),
+        ("-9223372036854775809", "Must be an int64, from"),
+        ("9" * 5000, "Not a decimal integer."),
+    ],
+)
+def test_a_plant_id_is_a_decimal_int64(text, problem):
+    with pytest.raises(ValidationError) as caught:
+        load_plant_id(text)
+    assert list(caught.value.messages) == ["id"]
+    assert problem in caught.value.messages["id"][0]
+
+
+@pytest.mark.parametrize(
+    ("params", "loaded"),
+    [
+        ({}, {"limit": 100}),
+        ({"limit": "1", "after": "-5", "tag": ""}, {"limit": 1, "after": -5, "tag": ""}),
+        ({"limit": "1000", "colour": "red"}, {"limit": 1000}),
+        ({"after": str(INT64_MIN)}, {"limit": 100, "after": INT64_MIN}),
+        ({"after": "9007199254740993.0", "limit": "7.00"}, {"limit": 7, "after": 2**53 + 1}),
+    ],
+)
+def test_a_page_query_has_a_limit_and_maybe_after_and_tag(params, loaded):
+    assert load_page_query(params) == loaded
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"limit": "0"}, "limit"),
+        ({"limit": "1001"}, "limit"),
+        ({"limit": "ten"}, "limit"),
+        ({"limit": ["1", "2"]}, "limit"),
+        ({"after": str(INT64_MAX + 1)}, "after"),
+        ({"after": "1.5"}, "after"),
+        ({"tag": ["a", "b"]}, "tag"),
+    ],
+)
+def test_a_bad_page_query_names_the_parameter(params, field):
+    with pytest.raises(ValidationError) as caught:
+        load_page_query(params)
+    assert list(caught.value.messages) == [field]
+
+
+@settings(max_examples=200, derandomize=True)
+@given(valid_new_plants)
+def test_a_listed_plant_is_exactly_the_stored_plant_schemas_dump(body):
+    loaded = new_plant.load(body)
+    kept = orjson.dumps(dump_plant(loaded))
+    listed = stored_plant(loaded["id"], kept)
+    assert listed == orjson.dumps(StoredPlantSchema().dump(loaded))
+    assert list(orjson.loads(listed)) == ["id", *PlantSchema().dump(loaded)]

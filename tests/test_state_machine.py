@@ -1,0 +1,230 @@
+"""Random sequences of every plant operation, through the app, against a plain dict as the model.
+
+Each example starts on an empty store, of each kind in turn, and runs creates, repeats,
+conflicts, gets, deletes and paged listings in any order over a few ids, so that an id is taken,
+freed and taken again, and pages start and end anywhere. Every answer is checked in full.
+"""
+
+import itertools
+import re
+from urllib.parse import parse_qsl, quote, urlencode
+
+import falcon.testing
+import psycopg
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
+
+from plantstore.app import create_app
+from plantstore.config import Config
+from plantstore.schemas import INT64_MAX, INT64_MIN
+from plantstore.stores import PlantStore, open_store, store_kind
+from plantstore.stores.memory import MemoryStore
+from tests.conftest import TOKEN
+from tests.test_plants import assert_error
+
+CONFIG = Config(tokens=frozenset({TOKEN}))
+#: Few ids, so that steps meet the same ones; the int64 extremes among them.
+IDS = (INT64_MIN, INT64_MIN + 1, -1, 0, 1, 2, INT64_MAX - 1, INT64_MAX)
+#: Tags that are awkward in a query string or to a database, and a few others.
+tags = st.sampled_from(["", "\u0000", "a b&c=d+%", "日本 🌿"]) | st.text(max_size=4)
+names = st.sampled_from(["", "\u0000", "fern", "'); DROP TABLE plants; --"]) | st.text(max_size=8)
+
+
+def plant(name: str, tag: str | None) -> dict:
+    return {"name": name} if tag is None else {"name": name, "tag": tag}
+
+
+plants = st.builds(plant, names, st.none() | tags)
+
+
+pages = st.integers(1, 3)
+afters = st.none() | st.sampled_from(IDS)
+taken_ids = precondition(lambda machine: machine.model)
+free_ids = precondition(lambda machine: len(machine.model) < len(IDS))
+
+
+class PlantStoreMachine(RuleBasedStateMachine):
+    """The service on an empty store, and `model`: each id's plant and the body its create got."""
+
+    #: Gives an empty store for each example; set by the test.
+    empty_store: staticmethod
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.client = falcon.testing.TestClient(
+            create_app(CONFIG, self.empty_store()), headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        self.model: dict[int, tuple[dict, bytes]] = {}
+        #: Every tag a create kept, so that listings also ask for tags whose plants are gone.
+        self.tags_kept: set[str] = set()
+
+    def post(self, plant_id: int, content: dict):
+        return self.client.simulate_post("/plants", json={"id": plant_id, **content})
+
+    def taken_id(self, data) -> int:
+        return data.draw(st.sampled_from(sorted(self.model)), "taken id")
+
+    def free_id(self, data) -> int:
+        return data.draw(st.sampled_from([i for i in IDS if i not in self.model]), "free id")
+
+    @free_ids
+    @rule(data=st.data(), content=plants)
+    def create(self, data, content):
+        plant_id = self.free_id(data)
+        result = self.post(plant_id, content)
+        assert result.status_code == 200
+        assert result.headers["content-type"] == "application/json"
+        assert result.json == content
+        self.model[plant_id] = (content, result.content)
+        if "tag" in content:
+            self.tags_kept.add(content["tag"])
+
+    @taken_ids
+    @rule(data=st.data())
+    def repeat(self, data):
+        plant_id = self.taken_id(data)
+        content, body = self.model[plant_id]
+        result = self.post(plant_id, content)
+        assert result.status_code == 200
+        assert result.content == body
+
+    @taken_ids
+    @rule(data=st.data())
+    def conflict(self, data):
+        plant_id = self.taken_id(data)
+        content = data.draw(plants.filter(lambda other: other != self.model[plant_id][0]))
+        assert_error(self.post(plant_id, content), 409, str(plant_id))
+
+    @taken_ids
+    @rule(data=st.data())
+    def get(self, data):
+        plant_id = self.taken_id(data)
+        result = self.client.simulate_get(f"/plants/{plant_id}")
+        assert result.status_code == 200
+        assert result.headers["content-type"] == "application/json"
+        assert result.content == self.model[plant_id][1]
+
+    @free_ids
+    @rule(data=st.data())
+    def get_absent(self, data):
+        plant_id = self.free_id(data)
+        assert_error(self.client.simulate_get(f"/plants/{plant_id}"), 404, str(plant_id))
+
+    @taken_ids
+    @rule(data=st.data())
+    def delete(self, data):
+        plant_id = self.taken_id(data)
+        result = self.client.simulate_delete(f"/plants/{plant_id}")
+        assert result.status_code == 204
+        assert result.content == b""
+        del self.model[plant_id]
+
+    @free_ids
+    @rule(data=st.data())
+    def delete_absent(self, data):
+        plant_id = self.free_id(data)
+        assert_error(self.client.simulate_delete(f"/plants/{plant_id}"), 404, str(plant_id))
+
+    @rule(limit=pages, after=afters, tag=st.none() | tags)
+    def list_every_page(self, limit, after, tag):
+        self.walk(limit, after, tag)
+
+    @precondition(lambda self: self.tags_kept)
+    @rule(data=st.data(), limit=pages, after=afters)
+    def list_every_page_of_a_kept_tag(self, data, limit, after):
+        """The same, for a tag some plant has or had: the plants a tag index must keep right."""
+        self.walk(limit, after, data.draw(st.sampled_from(sorted(self.tags_kept)), "tag"))
+
+    def walk(self, limit: int, after: int | None, tag: str | None) -> None:
+        """Follow `next` from a first page to the end: every plant chosen, once, in id order."""
+        expected = [
+            {"id": plant_id, **content}
+            for plant_id, (content, _) in sorted(self.model.items())
+            if (after is None or plant_id > after) and (tag is None or content.get("tag") == tag)
+        ]
+        query = {"limit": limit, **({} if tag is None else {"tag": tag})}
+        target = urlencode(query if after is None else {**query, "after": after}, quote_via=quote)
+        listed = []
+        # A full page links to the next, so there are at most len(expected) // limit + 1 pages;
+        # the bound keeps a link that never ends from running forever.
+        for _ in range(len(expected) // limit + 1):
+            result = self.client.simulate_get("/plants", query_string=target)
+            assert result.status_code == 200
+            assert result.headers["content-type"] == "application/json"
+            page = result.json
+            listed += page
+            assert len(page) <= limit
+            if len(page) < limit:
+                assert "link" not in result.headers
+                break
+            target = next_query(result.headers["link"])
+            assert parsed(target) == {**query, "after": page[-1]["id"]}
+        else:
+            raise AssertionError(f"more than {len(expected) // limit + 1} pages: {listed}")
+        assert listed == expected
+
+
+def next_query(link: str) -> str:
+    """The query string of a `Link: </plants?...>; rel="next"`."""
+    match = re.fullmatch(r'</plants\?([^>]*)>; rel="next"', link)
+    assert match, link
+    return match[1]
+
+
+def parsed(query_string: str) -> dict:
+    """A query string's parameters, with `limit` and `after` as ints."""
+    query = dict(parse_qsl(query_string, keep_blank_values=True, strict_parsing=True))
+    return {
+        name: int(value) if name in ("limit", "after") else value for name, value in query.items()
+    }
+
+
+@pytest.fixture
+def empty_store(store_url, tmp_path):
+    """A function that gives an empty store of `store_url`'s kind, called for each example.
+
+    SQLite gets a new file, so each example also makes the tables as on a first start.
+    PostgreSQL keeps one store and empties its table: a new store would start its pool's
+    threads while hypothesis draws, and their use of `random` (psycopg_pool's jitter) upsets it.
+    """
+    kind = store_kind(store_url)
+    opened: list[PlantStore] = []
+    if kind == "postgresql":
+        shared = open_store(store_url)
+        opened.append(shared)
+        # Its pool has made its one connection before any example starts.
+        assert shared.ready()
+
+        def empty() -> PlantStore:
+            with psycopg.connect(store_url, autocommit=True) as connection:
+                connection.execute("TRUNCATE plants")
+            return shared
+
+    elif kind == "sqlite":
+        files = (tmp_path / f"plants-{n}.db" for n in itertools.count())
+
+        def empty() -> PlantStore:
+            while opened:
+                opened.pop().close()
+            opened.append(open_store(f"sqlite:///{next(files)}"))
+            return opened[-1]
+
+    else:
+        empty = MemoryStore
+    yield empty
+    for store in opened:
+        store.close()
+
+
+def test_every_sequence_of_operations_answers_as_the_model_does(empty_store):
+    machine = type("Machine", (PlantStoreMachine,), {"empty_store": staticmethod(empty_store)})
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=80,
+            stateful_step_count=40,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
