@@ -7,6 +7,7 @@ Every setting can be changed from the environment; a flag on the command line (`
 import os
 
 from plantstore.config import DEFAULT_STORE, Config, ConfigError, env_int
+from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
 
 
 def _int(name: str, default: int, minimum: int = 0) -> int:
@@ -69,9 +70,20 @@ control_socket_disable = True
 
 
 def on_starting(server):
-    """Refuse more than one worker for the memory store: each would keep its own dict."""
+    """Check what would make every worker fail, before any starts.
+
+    The memory store takes one worker: each would keep its own dict. A database store brings
+    its schema up to date here, so that a database newer than this code stops the start with
+    one line. One that cannot be reached now is left to the workers, which serve once it can.
+    """
     if _MEMORY and server.cfg.workers > 1:
         raise SystemExit(
             "plantstore: the memory store keeps plants in one process; run one worker "
             f"(WEB_CONCURRENCY=1), not {server.cfg.workers}"
         )
+    try:
+        open_store(_config.store_url).close()
+    except SchemaTooNew as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
+    except StoreUnavailable:
+        pass
