@@ -1,7 +1,12 @@
-"""schemathesis fuzzes the real gunicorn from the service's own `/openapi.json`."""
+"""schemathesis fuzzes the real gunicorn from the service's own `/openapi.json`.
+
+With a token it runs every phase: each operation on its own, then stateful sequences that
+follow the document's links from a created plant to its `GET` and `DELETE`.
+"""
 
 import collections
 import json
+import re
 import subprocess
 import sys
 
@@ -25,7 +30,7 @@ def server(tmp_path_factory):
 
 
 def schemathesis(server, reports, max_time, *args):
-    """Run schemathesis with every check it has; give back its JSON report and the exchanges."""
+    """Run schemathesis with every check it has; give back its report, exchanges and output."""
     command = [
         *(sys.executable, "-m", "schemathesis.cli", "run"),
         f"http://127.0.0.1:{server.port}/openapi.json",
@@ -43,7 +48,7 @@ def schemathesis(server, reports, max_time, *args):
     report = json.loads((reports / "report.json").read_text())
     exchanges = json.loads((reports / "exchanges.har").read_text())["log"]["entries"]
     assert run.returncode == 0, run.stdout[-3000:]
-    return report, exchanges
+    return report, exchanges, run.stdout
 
 
 def tally(exchanges):
@@ -55,27 +60,41 @@ def tally(exchanges):
 
 
 def test_fuzzing_with_a_valid_token_finds_nothing(server, tmp_path, note_figure):
-    report, exchanges = schemathesis(server, tmp_path, 90, "-H", f"Authorization: Bearer {TOKEN}")
+    report, exchanges, output = schemathesis(
+        server, tmp_path, 120, "-H", f"Authorization: Bearer {TOKEN}"
+    )
     cases = report["test_cases"]
+    links = re.search(r"API Links: +(\d+) covered / (\d+) selected / (\d+) total", output)
     note_figure(
         f"schemathesis with a token: {cases['generated']} cases, {cases['with_failures']} with "
-        f"failures, {len(report['errors'])} errors, {len(exchanges)} requests"
+        f"failures, {len(report['errors'])} errors, {len(exchanges)} requests, "
+        f"links {links[0] if links else 'not followed'}"
     )
     assert report["complete"]
     operations = report["operations"]
-    assert operations["tested"] == operations["selected"] == operations["total"] >= 3
+    assert operations["tested"] == operations["selected"] == operations["total"] >= 11
+    assert {phase: report["phases"][phase]["status"] for phase in report["phases"]} == {
+        "examples": "skip",
+        "coverage": "success",
+        "fuzzing": "success",
+        "stateful": "success",
+    }
+    assert links and links[1] == links[3] == "2"
     assert (cases["with_failures"], report["failures"], report["errors"]) == (0, [], [])
     assert cases["generated"] >= 1000
     assert report["warnings"]["missing_auth"] == []
     seen = tally(exchanges)
-    assert seen[("POST", "plants", 200)] > 0
-    assert seen[("POST", "plants", 400)] > 0
+    for answer in [("POST", 200), ("POST", 400), ("GET", 200), ("GET", 404), ("DELETE", 204)]:
+        assert any(
+            (method, status) == answer and path.startswith("plants")
+            for method, path, status in seen
+        ), answer
 
 
 def test_fuzzing_without_a_valid_token_meets_only_401(server, tmp_path, note_figure):
-    report, exchanges = schemathesis(server, tmp_path, 20, "--output-sanitize", "false")
+    report, exchanges, _ = schemathesis(server, tmp_path, 20, "--output-sanitize", "false")
     cases = report["test_cases"]
-    plants = [e for e in exchanges if e["request"]["url"].endswith("/plants")]
+    plants = [e for e in exchanges if "/plants" in e["request"]["url"]]
     tokens = collections.Counter(
         any(h["name"].lower() == "authorization" for h in e["request"]["headers"]) for e in plants
     )
@@ -92,4 +111,5 @@ def test_fuzzing_without_a_valid_token_meets_only_401(server, tmp_path, note_fig
         headers = {h["name"].lower(): h["value"] for h in response["headers"]}
         assert response["status"] == 401
         assert headers["www-authenticate"].startswith('Bearer realm="plantstore"')
-        assert json.loads(response["content"]["text"])["error"] == 401
+        if exchange["request"]["method"] != "HEAD":
+            assert json.loads(response["content"]["text"])["error"] == 401

@@ -89,6 +89,29 @@ def test_requests_pass_end_to_end(start):
     assert request(proxy, "GET", "/healthz")[::2] == (200, b'{"status":"ok"}')
 
 
+@pytest.mark.parametrize("prefix", ["", "/plantstore"])
+def test_a_plants_whole_life_passes_the_proxy_and_next_keeps_its_prefix(start, prefix):
+    _, proxy = start(prefix=prefix)
+    for plant_id in range(5):
+        plant = json.dumps({"id": plant_id, "name": f"p{plant_id}", "tag": "a b"})
+        assert request(proxy, "POST", f"{prefix}/plants", plant, AUTH)[0] == 200
+    ids, target = [], f"{prefix}/plants?limit=2&tag=a%20b"
+    while target:
+        status, headers, body = request(proxy, "GET", target, None, AUTH)
+        assert status == 200
+        ids += [item["id"] for item in json.loads(body)]
+        link = headers.get("link") or headers.get("Link")
+        target = link and re.fullmatch(r'<([^>]+)>; rel="next"', link)[1]
+        assert target is None or target.startswith(f"{prefix}/plants?limit=2&tag=a%20b&after=")
+    assert ids == [0, 1, 2, 3, 4]
+    assert request(proxy, "GET", f"{prefix}/plants/3", None, AUTH)[::2] == (
+        200,
+        b'{"name":"p3","tag":"a b"}',
+    )
+    assert request(proxy, "DELETE", f"{prefix}/plants/3", None, AUTH)[::2] == (204, b"")
+    assert request(proxy, "HEAD", f"{prefix}/plants/3", None, AUTH)[::2] == (404, b"")
+
+
 def chunks(body: bytes):
     for start in range(0, len(body), 1000):
         yield body[start : start + 1000]
