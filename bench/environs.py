@@ -15,15 +15,24 @@ TOKEN = "bench-token"
 CONFIG = Config(tokens=frozenset({TOKEN}))
 JSON_HEADERS = {"Content-Type": "application/json"}
 AUTHORIZED = {**JSON_HEADERS, "Authorization": f"Bearer {TOKEN}"}
+READER = {"Authorization": f"Bearer {TOKEN}"}
+
+#: Plants put in a store ahead of a measurement carry one of this many tags.
+TAGS = 100
 
 
 class InvalidRun(RuntimeError):
     """An answer had another status than the one measured."""
 
 
-def plant_body(plant_id: int) -> bytes:
-    """A `NewPlant` like the ones the issue counts: `plant-123456`, tag `tree`."""
-    return b'{"id":%d,"name":"plant-%d","tag":"tree"}' % (plant_id, plant_id)
+def tag_of(plant_id: int) -> str:
+    """The tag of a plant put in a store ahead: one of `TAGS` values, `t0` to `t99`."""
+    return f"t{plant_id % TAGS}"
+
+
+def plant_body(plant_id: int, tag: str = "tree") -> bytes:
+    """A `NewPlant` like the ones the issue counts: `plant-123456`, tag `tree` unless told."""
+    return b'{"id":%d,"name":"plant-%d","tag":"%s"}' % (plant_id, plant_id, tag.encode())
 
 
 def invalid_body(plant_id: int) -> bytes:
@@ -32,20 +41,25 @@ def invalid_body(plant_id: int) -> bytes:
 
 
 class Replayer:
-    """`POST /plants` environs: one template, copied per request with its own body.
+    """Environs of one method and headers: one template, copied per request.
 
-    A body is a stream that can be read once, so every request gets a fresh one.
+    A body is a stream that can be read once, so every request gets a fresh one; a request
+    without a body has no Content-Length, as gunicorn passes a GET on.
     """
 
-    def __init__(self, headers: dict[str, str]) -> None:
+    def __init__(self, headers: dict[str, str], method: str = "POST") -> None:
         self._template = falcon.testing.create_environ(
-            path="/plants", method="POST", headers=headers
+            path="/plants", method=method, headers=headers
         )
+        self._template.pop("CONTENT_LENGTH", None)
 
-    def environ(self, body: bytes) -> dict:
+    def environ(self, body: bytes | None = None, path: str = "/plants", query: str = "") -> dict:
         environ = self._template.copy()
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
+        environ["PATH_INFO"] = path
+        environ["QUERY_STRING"] = query
+        environ["wsgi.input"] = io.BytesIO(body or b"")
+        if body is not None:
+            environ["CONTENT_LENGTH"] = str(len(body))
         return environ
 
 
@@ -68,10 +82,15 @@ def replay(app: Callable, environs: Iterable[dict], expected: int) -> None:
     for environ in environs:
         status = call(app, environ)
         if status != expected:
-            raise InvalidRun(f"{environ['PATH_INFO']} answered {status}, not {expected}")
+            request = f"{environ['REQUEST_METHOD']} {environ['PATH_INFO']}"
+            raise InvalidRun(f"{request} answered {status}, not {expected}")
 
 
 def create(app: Callable, first_id: int, count: int) -> None:
-    """Create `count` plants through the app's own request path, as clients would."""
+    """Create `count` plants through the app's own request path, as clients would.
+
+    Each carries one of `TAGS` tags, so the store's tag index holds what a real one would.
+    """
     replayer = Replayer(AUTHORIZED)
-    replay(app, (replayer.environ(plant_body(i)) for i in range(first_id, first_id + count)), 200)
+    bodies = (plant_body(i, tag_of(i)) for i in range(first_id, first_id + count))
+    replay(app, (replayer.environ(body) for body in bodies), 200)

@@ -10,7 +10,9 @@ from bench.environs import (
     AUTHORIZED,
     CONFIG,
     JSON_HEADERS,
+    READER,
     Replayer,
+    create,
     invalid_body,
     plant_body,
     replay,
@@ -19,31 +21,46 @@ from bench.floor import create_floor_app
 from plantstore.app import create_app
 from plantstore.stores.memory import MemoryStore
 
+#: Plants kept ahead (ids -1 to -1,000) for `GET /plants/{id}` to read, one after another.
+READABLE = 1_000
+
 
 @dataclass
 class Case:
-    """One kind of request: which app answers it, how each is built, and the status it must get."""
+    """One kind of request: which app answers it, how the n-th is built, the status it must get."""
 
     name: str
     app: Callable
-    replayer: Replayer
-    body: Callable[[int], bytes]
+    environ: Callable[[int], dict]
     expected: int
 
     def environs(self, ids: Iterator[int], size: int) -> list[dict]:
-        return [self.replayer.environ(self.body(next(ids))) for _ in range(size)]
+        return [self.environ(next(ids)) for _ in range(size)]
 
 
 def cases() -> list[Case]:
-    """The floor first, then `POST /plants`: created (200), refused body (400), no token (401)."""
+    """The floor first, then the app's paths, all on one memory store.
+
+    `POST /plants` created (200, a fresh id each), refused body (400) and no token (401);
+    `GET /plants/{id}` of a plant the store holds (200).
+    """
     app = create_app(CONFIG, MemoryStore())
-    authorized, anonymous = Replayer(AUTHORIZED), Replayer(JSON_HEADERS)
+    create(app, -READABLE, READABLE)
+    post, anonymous, get = Replayer(AUTHORIZED), Replayer(JSON_HEADERS), Replayer(READER, "GET")
     return [
-        Case("floor", create_floor_app(), authorized, plant_body, 200),
-        Case("success", app, authorized, plant_body, 200),
-        Case("400", app, authorized, invalid_body, 400),
-        Case("401", app, anonymous, plant_body, 401),
+        Case("floor", create_floor_app(), lambda i: post.environ(plant_body(i)), 200),
+        Case("success", app, lambda i: post.environ(plant_body(i)), 200),
+        Case("get", app, lambda i: get.environ(path=f"/plants/{-1 - i % READABLE}"), 200),
+        Case("400", app, lambda i: post.environ(invalid_body(i)), 400),
+        Case("401", app, lambda i: anonymous.environ(plant_body(i)), 401),
     ]
+
+
+def timed(app: Callable, environs: list[dict], expected: int) -> float:
+    """Answer the requests; give the µs each took on average."""
+    start = time.perf_counter_ns()
+    replay(app, environs, expected)
+    return (time.perf_counter_ns() - start) / len(environs) / 1000
 
 
 def measure(rounds: int, batch: int) -> dict[str, float]:
@@ -59,8 +76,5 @@ def measure(rounds: int, batch: int) -> dict[str, float]:
         ordered = all_cases if round_number % 2 == 0 else all_cases[::-1]
         for case in ordered:
             environs = case.environs(ids, batch)
-            start = time.perf_counter_ns()
-            replay(case.app, environs, case.expected)
-            elapsed = time.perf_counter_ns() - start
-            timings.setdefault(case.name, []).append(elapsed / batch / 1000)
+            timings.setdefault(case.name, []).append(timed(case.app, environs, case.expected))
     return {name: statistics.median(values) for name, values in timings.items()}

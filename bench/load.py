@@ -1,13 +1,41 @@
-"""Load over loopback: what a run measured, and a Python generator for machines without wrk."""
+"""Load over loopback: what is sent, what a run measured, a Python generator for want of wrk."""
 
 import re
 import selectors
 import socket
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import count, cycle
 
-from bench.environs import AUTHORIZED, plant_body
+from bench.environs import AUTHORIZED, READER, plant_body
+
+#: One request: method, path (with its query) and body (None: no body).
+Request = tuple[str, str, bytes | None]
+
+
+@dataclass(frozen=True)
+class Creates:
+    """`POST /plants`, a fresh id each request from `first_id` on: every request creates."""
+
+    first_id: int
+
+    def requests(self) -> Iterator[Request]:
+        return (("POST", "/plants", plant_body(plant_id)) for plant_id in count(self.first_id))
+
+
+@dataclass(frozen=True)
+class Reads:
+    """`GET` of each of `paths` in turn, over and over."""
+
+    paths: tuple[str, ...]
+
+    def requests(self) -> Iterator[Request]:
+        return (("GET", path, None) for path in cycle(self.paths))
+
+
+Workload = Creates | Reads
 
 
 @dataclass(frozen=True)
@@ -32,32 +60,31 @@ class LoadResult:
 _CONTENT_LENGTH = re.compile(rb"\r\ncontent-length: *(\d+)", re.IGNORECASE)
 
 
-def _request(port: int, plant_id: int) -> bytes:
-    body = plant_body(plant_id)
-    headers = "".join(f"{name}: {value}\r\n" for name, value in AUTHORIZED.items())
-    return (
-        f"POST /plants HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode() + body
+def _raw(port: int, request: Request) -> bytes:
+    method, path, body = request
+    headers = AUTHORIZED if body is not None else READER
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    if body is None:
+        return f"{head}\r\n".encode()
+    return f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
 
 
-def python_load(port: int, first_id: int, seconds: float, connections: int) -> LoadResult:
+def python_load(port: int, workload: Workload, seconds: float, connections: int) -> LoadResult:
     """Keep `connections` keep-alive connections busy for `seconds`, one request in flight each.
 
     One thread and a selector: the generator's own cost stays low and it needs nothing beyond
     Python. Each answer is read whole (by its Content-Length) and its status checked.
     """
     selector = selectors.DefaultSelector()
-    next_id = first_id
+    requests = workload.requests()
     latencies: list[int] = []
     unexpected = socket_errors = 0
     state: dict[socket.socket, list] = {}
 
     def send(sock: socket.socket) -> None:
-        nonlocal next_id
         state[sock] = [time.perf_counter_ns(), b""]
-        sock.sendall(_request(port, next_id))
-        next_id += 1
+        sock.sendall(_raw(port, next(requests)))
 
     for _ in range(connections):
         sock = socket.create_connection(("127.0.0.1", port))

@@ -9,24 +9,25 @@ import statistics
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
+from typing import TypeVar
 
-from bench.load import LoadResult, python_load
+from bench.load import Creates, LoadResult, Workload, python_load
 from bench.server import Server, server_environ
 from bench.wrk import ensure_wrk, wrk_load
 
-#: The stores served from, each as the environment that selects it (`{tmp}`: a fresh folder).
-#: PostgreSQL is left out: it would need a server of its own, which the bench does not start.
-STORES = {"memory": {}, "sqlite": {"PLANTSTORE_STORE": "sqlite:///{tmp}/plants.db"}}
+_Key = TypeVar("_Key")
 
 #: Ids of each run start this far apart, so every request of a run creates a plant.
 IDS_PER_RUN = 100_000_000
+#: What warms a server up unless told otherwise: creates, with ids no measured run uses.
+CREATES_BEFORE = Creates(-200)
 
 
 @dataclass(frozen=True)
 class Figures:
-    """The medians of one server's runs."""
+    """The medians of one load's runs."""
 
     per_second: float
     p50_us: float
@@ -48,6 +49,30 @@ class Setup:
     load: Callable[..., LoadResult]
 
 
+@dataclass(frozen=True)
+class Served:
+    """A server to start: the environment overrides and gunicorn arguments it differs by, and
+    what is sent to it before any run.
+    """
+
+    overrides: dict[str, str] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    warm_up: Workload = CREATES_BEFORE
+
+
+@dataclass(frozen=True)
+class Load:
+    """What one figure measures: the server loaded, and the workload of each round."""
+
+    server: str
+    workload: Callable[[int], Workload]
+
+
+def creates(round_number: int) -> Creates:
+    """Every request of every run creates a plant."""
+    return Creates((round_number + 1) * IDS_PER_RUN)
+
+
 def choose_setup(generator: str) -> Setup:
     """Pin to the first two CPUs we may use (none pinned on a one-CPU machine); prefer wrk."""
     cpus = sorted(os.sched_getaffinity(0))
@@ -60,7 +85,7 @@ def choose_setup(generator: str) -> Setup:
 
 @contextmanager
 def pinned(cpu: int | None) -> Iterator[None]:
-    """Run this process (and the load generators it starts) on `cpu` only, for a while."""
+    """Run this process (and the processes it starts) on `cpu` only, for a while."""
     before = os.sched_getaffinity(0)
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
@@ -72,31 +97,34 @@ def pinned(cpu: int | None) -> Iterator[None]:
 
 def compare(
     setup: Setup,
-    servers: dict[str, tuple[dict, list[str]]],
+    servers: dict[str, Served],
+    loads: dict[_Key, Load],
     rounds: int,
     seconds: int,
     connections: int,
-) -> dict[str, Figures]:
-    """Start every server, then load each in turn for `rounds` rounds; give their medians.
+) -> dict[_Key, Figures]:
+    """Start every server, then run each load in turn for `rounds` rounds; give their medians.
 
-    `servers` maps a name to the environment overrides and gunicorn arguments of a server.
+    Loads take turns within each round, in reversed order every other round, so that whatever
+    else the machine does falls on all of them alike.
     """
-    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        running = {}
-        for name, (overrides, args) in servers.items():
-            environ = server_environ(**{k: v.format(tmp=tmp) for k, v in overrides.items()})
-            running[name] = stack.enter_context(Server(setup.server_cpu, environ, *args))
-        for server in running.values():
-            server.warm_up()
-        runs: dict[str, list[LoadResult]] = {name: [] for name in running}
+    with ExitStack() as stack:
+        running = {
+            name: stack.enter_context(
+                Server(setup.server_cpu, server_environ(**served.overrides), *served.args)
+            )
+            for name, served in servers.items()
+        }
+        for name, server in running.items():
+            server.warm_up(servers[name].warm_up)
+        runs: dict[_Key, list[LoadResult]] = {name: [] for name in loads}
         with pinned(setup.load_cpu):
             for round_number in range(rounds):
-                order = list(running) if round_number % 2 == 0 else list(running)[::-1]
+                order = list(loads) if round_number % 2 == 0 else list(loads)[::-1]
                 for name in order:
-                    first_id = (round_number + 1) * IDS_PER_RUN
-                    runs[name].append(
-                        setup.load(running[name].port, first_id, seconds, connections)
-                    )
+                    port = running[loads[name].server].port
+                    workload = loads[name].workload(round_number)
+                    runs[name].append(setup.load(port, workload, seconds, connections))
     return {
         name: Figures(
             per_second=statistics.median(run.per_second for run in results),
@@ -108,11 +136,28 @@ def compare(
     }
 
 
-def throughput(setup: Setup, rounds: int, seconds: int, connections: int) -> dict[str, Figures]:
+def stores(tmp: str, postgres_url: str | None) -> dict[str, dict[str, str]]:
+    """The stores served from, each as the environment that selects it.
+
+    PostgreSQL joins when there is a database to serve from (see `bench.postgres`).
+    """
+    selected = {"memory": {}, "sqlite": {"PLANTSTORE_STORE": f"sqlite:///{tmp}/plants.db"}}
+    if postgres_url is not None:
+        selected["postgresql"] = {"PLANTSTORE_STORE": postgres_url}
+    return selected
+
+
+def throughput(
+    setup: Setup, postgres_url: str | None, rounds: int, seconds: int, connections: int
+) -> dict[str, Figures]:
     """The floor app and the service on each store, all under `gunicorn.conf.py`."""
-    servers = {"floor": ({}, ["bench.floor:app"])}
-    servers.update({store: (environ, []) for store, environ in STORES.items()})
-    return compare(setup, servers, rounds, seconds, connections)
+    with tempfile.TemporaryDirectory() as tmp:
+        servers = {"floor": Served(args=("bench.floor:app",))}
+        servers.update(
+            {store: Served(environ) for store, environ in stores(tmp, postgres_url).items()}
+        )
+        loads = {name: Load(name, creates) for name in servers}
+        return compare(setup, servers, loads, rounds, seconds, connections)
 
 
 def tail(
@@ -124,9 +169,10 @@ def tail(
     store is not cut short by the worker timeout; only the store's size differs. The empty one
     keeps what earlier runs created, a few per cent of the full one's plants by the last run.
     """
-    preloaded = ["--preload", "bench.preloaded:app"]
+    preloaded = ("--preload", "bench.preloaded:app")
     servers = {
-        "empty": ({"BENCH_PLANTS": "0"}, preloaded),
-        f"{plants:,} plants": ({"BENCH_PLANTS": str(plants)}, preloaded),
+        "empty": Served({"BENCH_PLANTS": "0"}, preloaded),
+        f"{plants:,} plants": Served({"BENCH_PLANTS": str(plants)}, preloaded),
     }
-    return compare(setup, servers, rounds, seconds, connections)
+    loads = {name: Load(name, creates) for name in servers}
+    return compare(setup, servers, loads, rounds, seconds, connections)

@@ -1,7 +1,9 @@
--- wrk script: POST /plants with a fresh id each request, and count every answer that is not 200.
--- Arguments after `--`: the first id, the number of wrk threads, the bearer token.
--- wrk calls request() once more before the run to check the script: that id is skipped, and no
--- id is ever sent twice.
+-- wrk script: send a workload, and count every answer that is not 200.
+-- Arguments after `--`: the bearer token, the number of wrk threads, then either
+--   create FIRST_ID: POST /plants with a fresh id each request, from FIRST_ID on; wrk calls
+--     request() once more before the run to check the script: that id is skipped, and no id
+--     is ever sent twice;
+--   read FILE: GET each path of FILE (one a line) in turn, over and over.
 
 local threads = {}
 
@@ -11,17 +13,35 @@ function setup(thread)
 end
 
 function init(args)
-  next_id = tonumber(args[1]) + offset
+  token = "Bearer " .. args[1]
   stride = tonumber(args[2])
-  headers = {["Authorization"] = "Bearer " .. args[3], ["Content-Type"] = "application/json"}
   unexpected = 0
+  if args[3] == "create" then
+    next_id = tonumber(args[4]) + offset
+    headers = {["Authorization"] = token, ["Content-Type"] = "application/json"}
+    request = create
+  else
+    paths = {}
+    for path in io.lines(args[4]) do
+      paths[#paths + 1] = path
+    end
+    next_path = offset % #paths + 1
+    headers = {["Authorization"] = token}
+    request = read
+  end
 end
 
-function request()
+function create()
   local id = next_id
   next_id = next_id + stride
   local body = string.format('{"id":%d,"name":"plant-%d","tag":"tree"}', id, id)
   return wrk.format("POST", "/plants", headers, body)
+end
+
+function read()
+  local path = paths[next_path]
+  next_path = (next_path + stride - 1) % #paths + 1
+  return wrk.format("GET", path, headers)
 end
 
 function response(status, headers, body)

@@ -7,9 +7,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+from itertools import islice
 from pathlib import Path
 
-from bench.environs import AUTHORIZED, TOKEN, plant_body
+from bench.environs import AUTHORIZED, READER, TOKEN
+from bench.load import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,16 +60,16 @@ class Server:
             preexec_fn=None if cpu is None else lambda: os.sched_setaffinity(0, {cpu}),
         )
 
-    def warm_up(self, requests: int = 200, timeout: float = 600) -> None:
-        """Create a few plants (negative ids, which no measured run uses) and check each is 200."""
+    def warm_up(self, workload: Workload, requests: int = 200, timeout: float = 600) -> None:
+        """Send the first `requests` of `workload` one by one and check each is 200."""
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            for plant_id in range(-1, -requests - 1, -1):
-                connection.request("POST", "/plants", plant_body(plant_id), AUTHORIZED)
+            for method, path, body in islice(workload.requests(), requests):
+                connection.request(method, path, body, AUTHORIZED if body is not None else READER)
                 response = connection.getresponse()
                 response.read()
                 if response.status != 200:
-                    raise RuntimeError(f"warm-up answered {response.status}")
+                    raise RuntimeError(f"warm-up {method} {path} answered {response.status}")
         except (OSError, RuntimeError) as ex:
             raise RuntimeError(f"gunicorn did not serve: {ex}\n{self.stop()}") from None
         finally:

@@ -4,10 +4,11 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from bench.environs import TOKEN
-from bench.load import LoadResult
+from bench.load import Creates, LoadResult, Workload
 
 SCRIPT = Path(__file__).with_name("plants.lua")
 APT_GET = ["apt-get", "-o", "DPkg::Lock::Timeout=600"]
@@ -23,28 +24,40 @@ def ensure_wrk() -> str | None:
     return shutil.which("wrk")
 
 
-def wrk_load(wrk: str, port: int, first_id: int, seconds: float, connections: int) -> LoadResult:
-    """Run wrk (one thread: it has one CPU) and read the figures its script prints."""
+def wrk_load(
+    wrk: str, port: int, workload: Workload, seconds: float, connections: int
+) -> LoadResult:
+    """Run wrk (one thread: it has one CPU) and read the figures its script prints.
+
+    A workload of reads reaches the script as a file of paths, one a line.
+    """
     threads = 1
-    completed = subprocess.run(
-        [
-            wrk,
-            f"-t{threads}",
-            f"-c{connections}",
-            f"-d{seconds}s",
-            "--timeout=10s",
-            "-s",
-            str(SCRIPT),
-            f"http://127.0.0.1:{port}/plants",
-            "--",
-            str(first_id),
-            str(threads),
-            TOKEN,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=seconds + 60,
-    )
+    with tempfile.NamedTemporaryFile("w", suffix=".paths") as paths:
+        if isinstance(workload, Creates):
+            mode = ["create", str(workload.first_id)]
+        else:
+            paths.write("".join(f"{path}\n" for path in workload.paths))
+            paths.flush()
+            mode = ["read", paths.name]
+        completed = subprocess.run(
+            [
+                wrk,
+                f"-t{threads}",
+                f"-c{connections}",
+                f"-d{seconds}s",
+                "--timeout=10s",
+                "-s",
+                str(SCRIPT),
+                f"http://127.0.0.1:{port}/plants",
+                "--",
+                TOKEN,
+                str(threads),
+                *mode,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=seconds + 60,
+        )
     line = next(line for line in completed.stdout.splitlines() if line.startswith("BENCH "))
     return LoadResult(**json.loads(line.removeprefix("BENCH ")))

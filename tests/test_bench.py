@@ -1,14 +1,27 @@
-"""The benchmark's in-process part still runs and still checks every answer (so it cannot rot).
+"""The benchmark still runs and still checks every answer (so it cannot rot).
 
-The benchmark itself (`python -m bench`) is not part of the suite: these run a few requests.
+The benchmark itself (`python -m bench`) is not part of the suite: these run a few requests of
+every case, on small stores. The parts over loopback run for a second each under `-m slow`.
 """
 
+import random
+import subprocess
+import sys
 from itertools import count
 
 import pytest
 
-from bench import inprocess
-from bench.environs import InvalidRun, replay
+from bench import inprocess, pages
+from bench.environs import AUTHORIZED, CONFIG, InvalidRun, Replayer, create, replay, tag_of
+from bench.server import ROOT
+from bench.stock import Stock, document, fill_postgres, fill_sqlite
+from plantstore.app import create_app
+from plantstore.stores import open_store
+from plantstore.stores.memory import MemoryStore
+
+CASES = ["floor", "success", "get", "400", "401"]
+#: Store sizes of the page cases: each compares two stores, of 1,000 or 20,000 plants and 30,000.
+SMALL, BIG = 1_000, 30_000
 
 
 def case_named(name: str) -> inprocess.Case:
@@ -17,11 +30,11 @@ def case_named(name: str) -> inprocess.Case:
 
 def test_the_in_process_part_measures_every_case():
     medians = inprocess.measure(rounds=2, batch=5)
-    assert set(medians) == {"floor", "success", "400", "401"}
+    assert set(medians) == set(CASES)
     assert all(microseconds > 0 for microseconds in medians.values())
 
 
-@pytest.mark.parametrize("name", ["floor", "success", "400", "401"])
+@pytest.mark.parametrize("name", CASES)
 def test_each_case_gets_the_status_it_is_measured_for(name):
     case = case_named(name)
     replay(case.app, case.environs(count(), 3), case.expected)
@@ -29,12 +42,91 @@ def test_each_case_gets_the_status_it_is_measured_for(name):
 
 def test_an_answer_with_another_status_makes_the_run_invalid():
     unauthorized = case_named("401")
-    with pytest.raises(InvalidRun, match="answered 401, not 200"):
+    with pytest.raises(InvalidRun, match="POST /plants answered 401, not 200"):
         replay(unauthorized.app, unauthorized.environs(count(), 3), 200)
 
 
 def test_every_success_creates_a_plant_of_its_own():
     success = case_named("success")
     replay(success.app, success.environs(count(), 3), 200)
-    other_content = success.replayer.environ(b'{"id": 2, "name": "other"}')
+    other_content = Replayer(AUTHORIZED).environ(b'{"id": 2, "name": "other"}')
     replay(success.app, [other_content], 409)
+
+
+def test_the_pages_part_measures_every_case_on_two_stores():
+    medians = pages.in_process(SMALL, BIG, rounds=2, batch=3)
+    assert list(medians) == [case.name for case in pages.CASES]
+    assert [[plants for plants, _ in both] for both in medians.values()] == [
+        [SMALL, BIG],
+        [SMALL, BIG],
+        [pages.TAG_PLANTS, BIG],
+        [pages.TAG_PLANTS, BIG],
+    ]
+    assert all(microseconds > 0 for both in medians.values() for _, microseconds in both)
+
+
+def test_a_page_short_of_the_limit_makes_the_run_invalid():
+    app = create_app(CONFIG, MemoryStore())
+    create(app, 0, pages.LIMIT - 1)
+    with pytest.raises(InvalidRun, match="99 plants, not 200 with 100"):
+        pages.check_pages(app, Stock(pages.LIMIT - 1), {"first page": ["limit=100"]})
+
+
+def test_deep_pages_start_all_over_the_store():
+    afters = [
+        int(query.rpartition("after=")[2])
+        for query in pages.CASES[1].queries(Stock(100_000), 1_000, random.Random(0))
+    ]
+    assert min(afters) < 10_000 and max(afters) > 90_000
+    assert max(afters) < 100_000 - pages.LIMIT
+
+
+def test_a_stocked_plant_is_what_the_service_keeps_for_it():
+    store = MemoryStore()
+    create(create_app(CONFIG, store), 0, 200)
+    assert [(i, store.get(i)) for i in range(200)] == list(Stock(200).documents())
+    assert {tag_of(i) for i in range(200)} == {f"t{i}" for i in range(100)}
+
+
+def test_a_tag_fills_two_pages_of_the_small_store_of_its_pages():
+    assert len(Stock(pages.TAG_PLANTS).ids(pages.TAG)) == 2 * pages.LIMIT
+
+
+def assert_filled_like_the_service(url: str, stock: Stock) -> None:
+    """The service answers every page case, full, and the plants as it would have made them."""
+    store = open_store(url)
+    try:
+        app = create_app(CONFIG, store)
+        rng = random.Random(0)
+        pages.check_pages(app, stock, {c.name: c.queries(stock, 20, rng) for c in pages.CASES})
+        ends = (0, stock.count - 1)
+        assert [(i, store.get(i)) for i in ends] == [(i, document(i, tag_of(i))) for i in ends]
+    finally:
+        store.close()
+
+
+def test_sqlite_is_filled_as_the_service_would_fill_it(tmp_path):
+    path = tmp_path / "plants.db"
+    fill_sqlite(str(path), Stock(pages.TAG_PLANTS))
+    assert_filled_like_the_service(f"sqlite:///{path}", Stock(pages.TAG_PLANTS))
+
+
+def test_postgresql_is_filled_as_the_service_would_fill_it(postgres_url):
+    fill_postgres(postgres_url, Stock(pages.TAG_PLANTS))
+    assert_filled_like_the_service(postgres_url, Stock(pages.TAG_PLANTS))
+
+
+@pytest.mark.slow
+def test_the_parts_over_loopback_run_and_every_answer_is_200():
+    """Every server, load and check, for one second each, with the Python load generator."""
+    arguments = ["--parts", "loopback", "loopback-pages", "tail", "--generator", "python"]
+    arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "INVALID" not in done.stdout

@@ -1,0 +1,88 @@
+"""Plants put in a store ahead of a measurement, and the fast ways to put them there.
+
+A million plants created through HTTP would take far too long, so each store is filled
+directly with the very documents the service keeps (`Plant` bodies, as orjson writes them).
+SQLite and PostgreSQL are first opened through `open_store`, so their schema and indexes are
+the service's own; the plants then go in as one bulk insert, in the rows the stores' `add`
+writes (the document and its `tag_key`), and ANALYZE lets the planner know the table as it is.
+tests/test_bench.py checks that the service answers the same for them as for plants it made.
+"""
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from bench.environs import tag_of
+from plantstore.stores import PlantStore, open_store
+from plantstore.stores.sql import tag_key
+
+
+def document(plant_id: int, tag: str) -> bytes:
+    """The document the service keeps for `plant_body(plant_id, tag)`."""
+    return b'{"name":"plant-%d","tag":"%s"}' % (plant_id, tag.encode())
+
+
+@dataclass(frozen=True)
+class Stock:
+    """Plants 0 to `count` - 1, plant N named `plant-N` and tagged `tag_of(N)` (`t0` to `t99`).
+
+    A tag's plants are spread evenly over the ids, as they would be if clients chose tags at
+    random; so the plants of one tag's page lie as far apart in a store of any size.
+    """
+
+    count: int
+
+    def documents(self) -> Iterator[tuple[int, bytes]]:
+        return ((plant_id, document(plant_id, tag_of(plant_id))) for plant_id in self.ids())
+
+    def rows(self) -> Iterator[tuple[int, str, bytes | None]]:
+        """The rows of the SQL stores' `plants` table: id, document, tag."""
+        return ((plant_id, plant.decode(), tag_key(plant)) for plant_id, plant in self.documents())
+
+    def ids(self, tag: str | None = None) -> Sequence[int]:
+        """The ids in ascending order, of every plant or of those tagged `tag`."""
+        if tag is None:
+            return range(self.count)
+        return [plant_id for plant_id in range(self.count) if tag_of(plant_id) == tag]
+
+
+def fill_memory(store: PlantStore, stock: Stock) -> None:
+    for plant_id, plant in stock.documents():
+        store.add(plant_id, plant)
+
+
+def _open_and_close(url: str) -> None:
+    """Let the service's store make (or migrate) its schema, then let go of it."""
+    store = open_store(url)
+    try:
+        if not store.ready():
+            raise RuntimeError("the store did not become ready")
+    finally:
+        store.close()
+
+
+def fill_sqlite(path: str, stock: Stock) -> None:
+    _open_and_close(f"sqlite:///{path}")
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("BEGIN")
+        connection.executemany("INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?)", stock.rows())
+        connection.execute("COMMIT")
+        connection.execute("ANALYZE")
+    finally:
+        connection.close()
+
+
+def fill_postgres(url: str, stock: Stock) -> None:
+    # Imported here, as plantstore.stores does: the base install has no psycopg.
+    import psycopg
+
+    _open_and_close(url)
+    with psycopg.connect(url) as connection:
+        with connection.cursor().copy("COPY plants (id, plant, tag) FROM STDIN") as copy:
+            for row in stock.rows():
+                copy.write_row(row)
+        connection.commit()
+        # VACUUM too, so that no autovacuum of the fresh rows runs while pages are measured.
+        connection.autocommit = True
+        connection.execute("VACUUM (ANALYZE) plants")
