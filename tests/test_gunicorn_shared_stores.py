@@ -1,10 +1,10 @@
 """The real gunicorn, several worker processes, one shared store: SQLite and PostgreSQL."""
 
 import json
-import threading
 
 import pytest
 
+from tests.concurrency import at_once
 from tests.gunicorn_server import GunicornServer, server_environ
 
 TOKEN = "gunicorn-test-token"
@@ -56,27 +56,21 @@ def test_three_workers_share_the_plants_and_keep_them_across_a_restart(store_url
 @shared
 def test_concurrent_creates_of_one_id_across_workers_have_one_winner(store_url):
     server = start(store_url)
-    contenders = 24
-    begin = threading.Barrier(contenders)
-    statuses = []
+    connections = [server.connect() for _ in range(24)]
 
     def create(n):
-        connection = server.connect()
-        connection.connect()
-        begin.wait()
-        connection.request("POST", "/plants", json.dumps({"id": 1, "name": f"p{n}"}), AUTH)
-        statuses.append(connection.getresponse().status)
-        connection.close()
+        connections[n].request("POST", "/plants", json.dumps({"id": 1, "name": f"p{n}"}), AUTH)
+        return connections[n].getresponse().status
 
     try:
-        threads = [threading.Thread(target=create, args=(n,)) for n in range(contenders)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        for connection in connections:
+            connection.connect()
+        statuses = at_once(len(connections), create)
     finally:
+        for connection in connections:
+            connection.close()
         server.stop()
-    assert sorted(statuses) == [200] + [409] * (contenders - 1)
+    assert sorted(statuses) == [200] + [409] * (len(connections) - 1)
 
 
 def test_sqlite_is_closed_cleanly_when_the_workers_exit(sqlite_url, tmp_path):

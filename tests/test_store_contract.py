@@ -1,6 +1,5 @@
 """The store contract: the same assertions against the memory, SQLite and PostgreSQL stores."""
 
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 from plantstore.schemas import INT64_MAX, INT64_MIN, PlantSchema
 from plantstore.stores import PlantStore, open_store
 from plantstore.stores.memory import MemoryStore
+from tests.concurrency import at_once
 
 FERN = b'{"name":"fern"}'
 ROSE = b'{"name":"rose","tag":"red"}'
@@ -62,24 +62,12 @@ def contend_for_one_id(add_for: Callable[[int], Callable[[int, bytes], bytes]]) 
 
     Thread `n` adds through `add_for(n)`, so that contenders may use stores of their own.
     """
-    contenders = 16
-    start = threading.Barrier(contenders)
-    kept = []
+    plants = [document(f"plant-{n}") for n in range(16)]
+    kept = at_once(len(plants), lambda n: add_for(n)(42, plants[n]))
 
-    def contend(n):
-        plant = document(f"plant-{n}")
-        start.wait()
-        kept.append((plant, add_for(n)(42, plant)))
-
-    threads = [threading.Thread(target=contend, args=(n,)) for n in range(contenders)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    winners = [plant for plant, answer in kept if plant == answer]
+    winners = [plant for plant, answer in zip(plants, kept, strict=True) if plant == answer]
     assert len(winners) == 1
-    assert {answer for _, answer in kept} == set(winners)
+    assert set(kept) == set(winners)
 
 
 def test_concurrent_adds_of_one_id_have_one_winner(any_store):
@@ -235,32 +223,21 @@ def race_adds_and_deletes(stores: Sequence[PlantStore]) -> None:
     kept theirs and the deletes that found one alternate, so the id ends holding a plant exactly
     when there was one more of the former, and then one of theirs.
     """
-    contenders, rounds, plant_ids = 12, 40, (7, INT64_MIN)
-    start = threading.Barrier(contenders)
-    calls: list[tuple[str, int, bytes | None, object]] = []
-    failures: list[BaseException] = []
+    rounds, plant_ids = 40, (7, INT64_MIN)
 
-    def contend(n):
+    def contend(n: int) -> list[tuple[str, int, bytes | None, object]]:
         store = stores[n % len(stores)]
-        start.wait()
-        try:
-            for r in range(rounds):
-                plant_id = plant_ids[(n + r) % len(plant_ids)]
-                if (n + r // 2) % 3:
-                    plant = document(f"plant {n} {r}")
-                    calls.append(("add", plant_id, plant, store.add(plant_id, plant)))
-                else:
-                    calls.append(("delete", plant_id, None, store.delete(plant_id)))
-        except BaseException as ex:
-            failures.append(ex)
+        calls = []
+        for r in range(rounds):
+            plant_id = plant_ids[(n + r) % len(plant_ids)]
+            if (n + r // 2) % 3:
+                plant = document(f"plant {n} {r}", tag="tree")
+                calls.append(("add", plant_id, plant, store.add(plant_id, plant)))
+            else:
+                calls.append(("delete", plant_id, None, store.delete(plant_id)))
+        return calls
 
-    threads = [threading.Thread(target=contend, args=(n,)) for n in range(contenders)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    assert failures == []
+    calls = [call for contender in at_once(12, contend) for call in contender]
     kept = {
         (plant_id, plant)
         for name, plant_id, plant, answer in calls
@@ -276,6 +253,8 @@ def race_adds_and_deletes(stores: Sequence[PlantStore]) -> None:
         held = stores[0].get(plant_id)
         assert (held is not None) == (balance[plant_id] == 1)
         assert held is None or (plant_id, held) in kept
+    held_ids = sorted(plant_id for plant_id in plant_ids if stores[0].get(plant_id) is not None)
+    assert [plant_id for plant_id, _ in stores[0].page(None, 10, "tree")] == held_ids
 
 
 def test_concurrent_adds_and_deletes_of_an_id_follow_some_serial_order(any_store):
