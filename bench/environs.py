@@ -31,7 +31,7 @@ def tag_of(plant_id: int) -> str:
 
 
 def plant_body(plant_id: int, tag: str = "tree") -> bytes:
-    """A `NewPlant` like the ones the issue counts: `plant-123456`, tag `tree` unless told."""
+    """A `NewPlant` of the benchmark's shape: `plant-123456`, tag `tree` unless told."""
     return b'{"id":%d,"name":"plant-%d","tag":"%s"}' % (plant_id, plant_id, tag.encode())
 
 

@@ -86,9 +86,6 @@ class NginxProxy:
             pass_fds=[fd],
         )
 
-    def access_log(self) -> str:
-        return (self.directory / "access.log").read_text()
-
     def stop(self) -> str:
         """Stop at once and give back what nginx wrote to its error log."""
         self._process.send_signal(signal.SIGTERM)

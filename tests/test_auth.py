@@ -1,4 +1,4 @@
-"""Rule 4: every plant operation needs an accepted bearer token; tokens are never echoed."""
+"""Every plant operation needs an accepted bearer token; tokens are never echoed."""
 
 import falcon.testing
 import pytest

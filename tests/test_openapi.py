@@ -1,4 +1,4 @@
-"""Rule 7: the served OpenAPI document is valid and says what the schemas say."""
+"""The served OpenAPI document is valid and says what the schemas say."""
 
 import re
 
