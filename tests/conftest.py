@@ -105,6 +105,10 @@ def store_url(request):
 def any_store(store_url):
     """Each kind of store in turn, opened as the service opens it."""
     opened = open_store(store_url)
+    # The PostgreSQL pool makes its first connection on a thread of its own and draws on the
+    # `random` module as it does: during a property test, hypothesis would take that for a
+    # strategy using `random`. A first call waits for that connection.
+    opened.get(0)
     yield opened
     opened.close()
 
