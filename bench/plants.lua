@@ -1,9 +1,12 @@
--- wrk script: send a workload, and count every answer that is not 200.
+-- wrk script of the bench and of the load tests: send a workload, and tally every answer.
 -- Arguments after `--`: the bearer token, the number of wrk threads, then either
---   create FIRST_ID: POST /plants with a fresh id each request, from FIRST_ID on; wrk calls
---     request() once more before the run to check the script: that id is skipped, and no id
---     is ever sent twice;
+--   create FIRST_ID [ACKED_FILE]: POST /plants with a fresh id each request, from FIRST_ID on;
+--     wrk calls request() once more before the run to check the script: that id is skipped,
+--     and no id is ever sent twice. With ACKED_FILE, the id of every plant answered 200 is
+--     written there, one a line: the name carries the id, so the answer tells which it was;
 --   read FILE: GET each path of FILE (one a line) in turn, over and over.
+-- The last line printed is `BENCH {...}`: the run's figures, and the answers that were not 200
+-- by status.
 
 local threads = {}
 
@@ -15,9 +18,11 @@ end
 function init(args)
   token = "Bearer " .. args[1]
   stride = tonumber(args[2])
-  unexpected = 0
+  other_statuses = {}
+  acked = {}
   if args[3] == "create" then
     next_id = tonumber(args[4]) + offset
+    acked_file = args[5]
     headers = {["Authorization"] = token, ["Content-Type"] = "application/json"}
     request = create
   else
@@ -46,19 +51,37 @@ end
 
 function response(status, headers, body)
   if status ~= 200 then
-    unexpected = unexpected + 1
+    other_statuses[status] = (other_statuses[status] or 0) + 1
+  elseif acked_file then
+    table.insert(acked, body:match('"plant%-(%-?%d+)"'))
   end
 end
 
 function done(summary, latency, requests)
-  local unexpected = 0
+  local statuses = {}
+  local file = threads[1]:get("acked_file") and io.open(threads[1]:get("acked_file"), "w")
   for _, thread in ipairs(threads) do
-    unexpected = unexpected + thread:get("unexpected")
+    for status, count in pairs(thread:get("other_statuses")) do
+      statuses[status] = (statuses[status] or 0) + count
+    end
+    if file then
+      for _, id in ipairs(thread:get("acked")) do
+        file:write(id, "\n")
+      end
+    end
+  end
+  if file then
+    file:close()
+  end
+  local others = {}
+  for status, count in pairs(statuses) do
+    table.insert(others, string.format('"%d": %d', status, count))
   end
   local errors = summary.errors
   io.write(string.format(
-    'BENCH {"requests": %d, "seconds": %f, "p50_us": %d, "p99_us": %d, "unexpected": %d, ' ..
-    '"socket_errors": %d}\n',
+    'BENCH {"requests": %d, "seconds": %f, "p50_us": %d, "p99_us": %d, ' ..
+    '"other_statuses": {%s}, "socket_errors": {"connect": %d, "read": %d, "write": %d, ' ..
+    '"timeout": %d}}\n',
     summary.requests, summary.duration / 1e6, latency:percentile(50), latency:percentile(99),
-    unexpected, errors.connect + errors.read + errors.write + errors.timeout))
+    table.concat(others, ", "), errors.connect, errors.read, errors.write, errors.timeout))
 end

@@ -31,7 +31,6 @@ def wrk_load(
 
     A workload of reads reaches the script as a file of paths, one a line.
     """
-    threads = 1
     with tempfile.NamedTemporaryFile("w", suffix=".paths") as paths:
         if isinstance(workload, Creates):
             mode = ["create", str(workload.first_id)]
@@ -39,25 +38,40 @@ def wrk_load(
             paths.write("".join(f"{path}\n" for path in workload.paths))
             paths.flush()
             mode = ["read", paths.name]
-        completed = subprocess.run(
-            [
-                wrk,
-                f"-t{threads}",
-                f"-c{connections}",
-                f"-d{seconds}s",
-                "--timeout=10s",
-                "-s",
-                str(SCRIPT),
-                f"http://127.0.0.1:{port}/plants",
-                "--",
-                TOKEN,
-                str(threads),
-                *mode,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=seconds + 60,
-        )
+        figures = run_script(wrk, port, seconds, connections, TOKEN, *mode)
+    return LoadResult(
+        requests=figures["requests"],
+        seconds=figures["seconds"],
+        p50_us=figures["p50_us"],
+        p99_us=figures["p99_us"],
+        unexpected=sum(figures["other_statuses"].values()),
+        socket_errors=sum(figures["socket_errors"].values()),
+    )
+
+
+def run_script(
+    wrk: str, port: int, seconds: float, connections: int, token: str, *mode: str
+) -> dict:
+    """Run `plants.lua` in one wrk thread with `mode` (see the script), and give its figures."""
+    completed = subprocess.run(
+        [
+            wrk,
+            "-t1",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--timeout=10s",
+            "-s",
+            str(SCRIPT),
+            f"http://127.0.0.1:{port}/plants",
+            "--",
+            token,
+            "1",
+            *mode,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 60,
+    )
     line = next(line for line in completed.stdout.splitlines() if line.startswith("BENCH "))
-    return LoadResult(**json.loads(line.removeprefix("BENCH ")))
+    return json.loads(line.removeprefix("BENCH "))

@@ -1,12 +1,11 @@
-"""Load on loopback from wrk (tests/load.lua): bounded in time and count, it stops by itself."""
+"""Load on loopback from wrk (the bench's `plants.lua`): bounded in time, it stops by itself."""
 
-import json
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-LUA = Path(__file__).with_name("load.lua")
+from bench.wrk import run_script
+
 WRK = shutil.which("wrk") or "/usr/bin/wrk"
 
 
@@ -23,37 +22,21 @@ class Load:
 
 
 def generate_load(
-    port: int,
-    token: str,
-    directory: Path,
-    seconds: int,
-    connections: int = 16,
-    max_requests: int = 1_000_000,
+    port: int, token: str, directory: Path, seconds: int, connections: int = 16
 ) -> Load:
-    """Create new plants on `port` for `seconds`, from one wrk thread holding `connections`."""
+    """Create new plants on `port` for `seconds`, from one wrk thread holding `connections`.
+
+    Each plant is `{"id": N, "name": "plant-N", "tag": "tree"}`, N counting up from 1.
+    """
     acked_file = directory / "acked.txt"
-    run = subprocess.run(
-        [
-            *(WRK, "--threads", "1", "--connections", str(connections)),
-            *("--duration", f"{seconds}s", "--timeout", "10s", "--script", str(LUA)),
-            f"http://127.0.0.1:{port}",
-            *("--", token, str(acked_file), str(max_requests)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=seconds + 60,
-    )
-    assert run.returncode == 0, run.stderr
-    summary = json.loads(run.stdout.splitlines()[-1])
-    acked = [int(line) for line in acked_file.read_text().split()]
-    assert len(acked) == summary["acked"]
+    figures = run_script(WRK, port, seconds, connections, token, "create", "1", str(acked_file))
     return Load(
-        requests=summary["requests"],
-        acked=acked,
-        other_statuses=summary["other_statuses"],
-        errors=summary["errors"],
-        seconds=summary["duration_us"] / 1e6,
-        latency_p99_ms=summary["latency_p99_us"] / 1e3,
+        requests=figures["requests"],
+        acked=[int(line) for line in acked_file.read_text().split()],
+        other_statuses=figures["other_statuses"],
+        errors=figures["socket_errors"],
+        seconds=figures["seconds"],
+        latency_p99_ms=figures["p99_us"] / 1e3,
     )
 
 

@@ -78,4 +78,4 @@ def test_a_worker_killed_mid_load_loses_no_acknowledged_plant(tmp_path, note_fig
     assert len(load.acked) > KILL_AFTER
     assert found == load.acked
     for plant_id in load.acked:
-        assert stored[plant_id] == b'{"name":"plant-%d","tag":"load"}' % plant_id
+        assert stored[plant_id] == b'{"name":"plant-%d","tag":"tree"}' % plant_id

@@ -19,8 +19,8 @@ ALLOCATOR_OVERHEAD, MEMORY_SLACK = 1.5, 4 * 2**20
 
 
 def plant(plant_id: int) -> bytes:
-    """The document the service keeps for a plant of tests/load.lua."""
-    return b'{"name":"plant-%d","tag":"load"}' % plant_id
+    """The document the service keeps for a plant of the load (`tests.load`)."""
+    return b'{"name":"plant-%d","tag":"tree"}' % plant_id
 
 
 def store_growth(ids: list[int], kept: list[int]) -> int:
