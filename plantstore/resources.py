@@ -22,11 +22,16 @@ class Plants:
         self._store = store
 
     def on_post(self, req, resp):
-        """Keep a new plant; an identical repeat answers the same, a different one 409."""
+        """Keep a new plant; an identical repeat answers the same, a different one 409.
+
+        Plants are compared as JSON values, not as text: a plant kept by an earlier version, or
+        by another JSON library, may be spelled otherwise (key order, escapes) and still be the
+        same plant. The repeat answers the plant as it is kept.
+        """
         new_plant = load_new_plant(req.get_media())
         plant = orjson.dumps(dump_plant(new_plant))
         kept = self._store.add(new_plant["id"], plant)
-        if kept != plant:
+        if kept != plant and orjson.loads(kept) != orjson.loads(plant):
             raise falcon.HTTPConflict(
                 title="Conflict",
                 description=f"Plant {new_plant['id']} already exists with other content.",

@@ -7,6 +7,9 @@ import falcon
 import falcon.testing
 import pytest
 
+from plantstore.app import create_app
+from tests.conftest import TOKEN
+
 
 def post(client, body, **kwargs):
     return client.simulate_post("/plants", json=body, **kwargs)
@@ -212,3 +215,21 @@ def test_a_body_cut_short_of_its_content_length_is_400(app):
         "error": 400,
         "message": f"The body ended after {len(body)} of its {len(body) + 10} bytes.",
     }
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        b'{"tag":"gr\\u00fcn","name":"fern"}',
+        b'{ "name" : "f\\u0065rn", "tag" : "gr\xc3\xbcn" }',
+    ],
+)
+def test_a_repeat_is_the_same_plant_however_the_store_spells_it(any_store, config, kept):
+    """A database written by an earlier version, or another JSON writer, keeps its plants."""
+    any_store.add(1, kept)
+    client = falcon.testing.TestClient(
+        create_app(config, any_store), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    repeat = post(client, {"id": 1, "name": "fern", "tag": "grün"})
+    assert (repeat.status_code, repeat.content) == (200, kept)
+    assert_error(post(client, {"id": 1, "name": "fern"}), 409, "1")
