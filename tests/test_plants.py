@@ -8,6 +8,7 @@ import falcon
 import falcon.testing
 import pytest
 
+from plantstore.media import ACCEPTED
 from plantstore.schemas import INT64_MESSAGE
 
 
@@ -162,20 +163,59 @@ def test_malformed_json_is_400(client, body, why):
 
 
 @pytest.mark.parametrize(
-    "content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"]
+    "content_type",
+    [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/xml",
+        "application/jsonx",
+        "text/json",
+        "*/*",
+        "application/*",
+        "application/json, text/plain",
+        "json",
+        "application/json; charset=latin-1",
+        "APPLICATION/JSON; CHARSET=ISO-8859-1",
+        'application/json; charset="utf-16"',
+        "application/json; charset=",
+    ],
 )
-def test_a_body_that_is_not_json_is_415(client, content_type):
+def test_a_body_that_is_not_json_in_utf_8_is_415_naming_what_is_accepted(client, content_type):
     result = client.simulate_post(
         "/plants", body=b'{"id": 1, "name": "fern"}', content_type=content_type
     )
-    assert_error(result, 415, content_type)
+    assert_error(result, 415, "'Content-Type: application/json'", "charset=utf-8")
+    assert result.json["message"] == ACCEPTED, "the same words, never what the client sent"
+    assert client.simulate_get("/plants").json == []
 
 
-def test_json_with_a_charset_is_json(client):
+def test_a_body_sent_as_latin_1_is_not_read_as_utf_8(client):
+    body = '{"id": 1, "name": "café"}'.encode()
     result = client.simulate_post(
-        "/plants", body=b'{"id": 1, "name": "fern"}', content_type="application/json; charset=utf-8"
+        "/plants", body=body, content_type="application/json; charset=latin-1"
+    )
+    assert result.status_code == 415
+    assert client.simulate_get("/plants/1").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json; charset=utf-8",
+        "APPLICATION/JSON",
+        "Application/Json",
+        "application/json;charset=UTF-8",
+        "Application/JSON; Charset=Utf-8",
+        'application/json; charset="UTF-8"',
+        " application/json ",
+    ],
+)
+def test_json_in_any_case_with_a_utf_8_charset_or_none_is_json(client, content_type):
+    result = client.simulate_post(
+        "/plants", body='{"id": 1, "name": "café"}'.encode(), content_type=content_type
     )
     assert result.status_code == 200
+    assert client.simulate_get("/plants/1").json == {"name": "café"}
 
 
 def test_a_body_over_the_limit_is_413(client, config):
