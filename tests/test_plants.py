@@ -284,6 +284,43 @@ def test_wrong_method_is_405_json_with_allow(client):
     assert set(result.headers["allow"].split(", ")) == {"GET", "HEAD", "POST", "OPTIONS"}
 
 
+ALLOWED = {
+    "/plants": {"GET", "HEAD", "POST", "OPTIONS"},
+    "/plants/1": {"GET", "HEAD", "DELETE", "OPTIONS"},
+    "/healthz": {"GET", "HEAD", "OPTIONS"},
+    "/readyz": {"GET", "HEAD", "OPTIONS"},
+    "/openapi.json": {"GET", "HEAD", "OPTIONS"},
+}
+
+
+@pytest.mark.parametrize(("path", "allowed"), ALLOWED.items())
+def test_options_is_204_with_allow_and_no_body_and_needs_no_token(anonymous, path, allowed):
+    result = anonymous.simulate_options(path)
+    assert result.status_code == 204
+    assert set(result.headers["allow"].split(", ")) == allowed
+    assert result.content == b""
+    assert "content-type" not in result.headers
+    assert "content-length" not in result.headers
+
+
+@pytest.mark.parametrize("path", ALLOWED)
+def test_options_and_a_405_list_the_same_methods(client, path):
+    refused, options = client.simulate_request("PUT", path), client.simulate_options(path)
+    assert refused.status_code == 405
+    assert refused.headers["allow"] == options.headers["allow"]
+
+
+def test_a_cors_preflight_is_answered_through_the_options_responder(app, anonymous):
+    app.add_middleware(falcon.CORSMiddleware(allow_origins="https://plants.example"))
+    result = anonymous.simulate_options(
+        "/plants",
+        headers={"Origin": "https://plants.example", "Access-Control-Request-Method": "POST"},
+    )
+    assert result.status_code == 204
+    assert result.headers["access-control-allow-origin"] == "https://plants.example"
+    assert set(result.headers["access-control-allow-methods"].split(", ")) == ALLOWED["/plants"]
+
+
 def test_a_body_cut_short_of_its_content_length_is_400(app):
     body = b'{"id": 1, "name": "fern"}'
     environ = falcon.testing.create_environ(
