@@ -38,8 +38,9 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
         ],
         router=Router(),
     )
-    # Only JSON is accepted (anything else is 415), read and written by orjson: fast, and it
-    # turns deep nesting, NaN and invalid UTF-8 into a 400 where the stdlib would not.
+    # Only JSON is accepted (anything else is 415, as plantstore/media.py decides), read and
+    # written by orjson: fast, and it turns deep nesting, NaN and invalid UTF-8 into a 400
+    # where the stdlib would not.
     json = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers = falcon.media.Handlers({falcon.MEDIA_JSON: json})
     app.resp_options.media_handlers = falcon.media.Handlers({falcon.MEDIA_JSON: json})
