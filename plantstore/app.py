@@ -13,6 +13,7 @@ from plantstore.middleware import BodyLimit, RequestId
 from plantstore.openapi import OpenApiDocument
 from plantstore.proxy import ForwardedClient
 from plantstore.resources import Health, Plant, Plants, Readiness
+from plantstore.routing import Router
 from plantstore.stores import PlantStore, StoreUnavailable, open_store
 
 
@@ -34,10 +35,12 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
             RequestId(),
             BearerAuth(config.tokens),
             BodyLimit(config.max_body_bytes),
-        ]
+        ],
+        router=Router(),
     )
-    # Only JSON is accepted (anything else is 415), read and written by orjson: fast, and it
-    # turns deep nesting, NaN and invalid UTF-8 into a 400 where the stdlib would not.
+    # Only JSON is accepted (anything else is 415, as plantstore/media.py decides), read and
+    # written by orjson: fast, and it turns deep nesting, NaN and invalid UTF-8 into a 400
+    # where the stdlib would not.
     json = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers = falcon.media.Handlers({falcon.MEDIA_JSON: json})
     app.resp_options.media_handlers = falcon.media.Handlers({falcon.MEDIA_JSON: json})

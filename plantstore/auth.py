@@ -27,15 +27,16 @@ class BearerAuth:
     """Let a request reach its resource only with `Authorization: Bearer <accepted token>`.
 
     It runs in `process_resource`, before any responder reads the body, and only where a route
-    matched; a resource opts out with a class attribute `auth_required = False`. Tokens are
-    never put into an error message or a log line.
+    matched; a resource opts out with a class attribute `auth_required = False`. `OPTIONS`
+    needs no token: it tells only which methods a path has, and a browser's CORS preflight
+    never carries credentials. Tokens are never put into an error message or a log line.
     """
 
     def __init__(self, tokens: Iterable[str]) -> None:
         self._tokens = tuple(token.encode() for token in tokens)
 
     def process_resource(self, req, resp, resource, params):
-        if getattr(resource, "auth_required", True):
+        if req.method != "OPTIONS" and getattr(resource, "auth_required", True):
             refusal = self._refusal(req.auth)
             if refusal:
                 _refuse(resp, refusal)

@@ -25,7 +25,8 @@ ERRORS = {
     409: "A plant with this id exists with other content; it is unchanged.",
     413: "The body is larger than the service accepts.",
     414: "The request line (path and query) is longer than `GUNICORN_LIMIT_REQUEST_LINE`.",
-    415: "The body is not JSON (Content-Type must be application/json).",
+    415: "The body is not JSON in UTF-8: Content-Type must be application/json (in any case), "
+    "with no charset or charset=utf-8.",
     431: "The headers are more or longer than `GUNICORN_LIMIT_REQUEST_FIELDS` and "
     "`GUNICORN_LIMIT_REQUEST_FIELD_SIZE` allow.",
     500: "An unexpected failure; nothing internal is revealed.",

@@ -5,6 +5,7 @@ from urllib.parse import quote, urlencode
 import falcon
 import orjson
 
+from plantstore.media import require_json
 from plantstore.schemas import (
     dump_plant,
     load_new_plant,
@@ -21,6 +22,7 @@ class Plants:
     def __init__(self, store: PlantStore) -> None:
         self._store = store
 
+    @falcon.before(require_json)
     def on_post(self, req, resp):
         """Keep a new plant; an identical repeat answers the same, a different one 409.
 

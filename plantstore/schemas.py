@@ -5,26 +5,31 @@ import re
 from marshmallow import EXCLUDE, Schema, fields, missing, validate
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-INT64_TEXT = f"an int64, from {INT64_MIN} to {INT64_MAX}"
+#: The one wording of the int64 rule, wherever an id is checked: a body, a path, a query.
+INT64_MESSAGE = f"Must be an int64, from {INT64_MIN} to {INT64_MAX}."
+INT64 = validate.Range(min=INT64_MIN, max=INT64_MAX, error=INT64_MESSAGE)
 
 #: Page sizes of `GET /plants`.
 DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT = 100, 1000
 
-#: Beyond this magnitude a float no longer holds every integer exactly: `9007199254740993.0`
-#: parses as 9007199254740992, not the number the client wrote.
-LARGEST_EXACT_FLOAT_INTEGER = 2**53
+#: From this magnitude on, a float no longer tells which integer was written:
+#: `9007199254740993.0` parses as 9007199254740992.0, the very float `9007199254740992.0` gives.
+INEXACT_FLOAT_MAGNITUDE = 2**53
 
 
 class JSONInteger(fields.Integer):
     """An integer as JSON Schema counts one: `5` and `5.0` are the integer 5.
 
-    `true`, `"5"`, `5.5` and `null` are not integers. A number written with a fraction part or an
-    exponent is parsed as a float; it is accepted only where that float is exact.
+    `true`, `"5"`, `5.5` and `null` are not integers. orjson's parse decides what arrives: an int
+    for every integer literal from -2**63 to 2**64 - 1, a float for any other number (one written
+    with a fraction part or an exponent, or an integer literal beyond those bounds). An integral
+    float is accepted only below 2**53 in magnitude, where it names one integer. From 2**63 on it
+    may be an integer literal beyond int64, so it is refused in the int64 rule's words.
     """
 
     default_error_messages = {
-        "out_of_range": f"Must be {INT64_TEXT}.",
-        "inexact": "Not an exact integer: beyond ±2**53, write it without a fraction part or "
+        "out_of_range": INT64_MESSAGE,
+        "inexact": "Not an exact integer: from ±2**53 on, write it without a fraction part or "
         "exponent.",
     }
 
@@ -35,7 +40,7 @@ class JSONInteger(fields.Integer):
         if type(value) is float and value.is_integer():
             if abs(value) >= 2**63:
                 raise self.make_error("out_of_range")
-            if abs(value) > LARGEST_EXACT_FLOAT_INTEGER:
+            if abs(value) >= INEXACT_FLOAT_MAGNITUDE:
                 raise self.make_error("inexact")
             value = int(value)
         return super()._validated(value)
@@ -56,7 +61,7 @@ class PlantSchema(Schema):
 class NewPlantSchema(PlantSchema):
     """`NewPlant`: a `Plant` with the `id` a client chose for it; other fields are ignored."""
 
-    id = JSONInteger(required=True, validate=validate.Range(min=INT64_MIN, max=INT64_MAX))
+    id = JSONInteger(required=True, validate=INT64)
 
 
 class StoredPlantSchema(NewPlantSchema):
@@ -86,13 +91,10 @@ class DecimalInteger(fields.Integer):
         return super()._validated(decimal[1])
 
 
-_INT64 = validate.Range(min=INT64_MIN, max=INT64_MAX, error=f"Must be {INT64_TEXT}.")
-
-
 class PlantIdSchema(Schema):
     """The `{id}` of `/plants/{id}`."""
 
-    id = DecimalInteger(required=True, validate=_INT64)
+    id = DecimalInteger(required=True, validate=INT64)
 
 
 class PageQuerySchema(Schema):
@@ -107,7 +109,7 @@ class PageQuerySchema(Schema):
         metadata={"description": "The most plants on the page."},
     )
     after = DecimalInteger(
-        validate=_INT64,
+        validate=INT64,
         metadata={"description": "Only plants with a greater id: the last id of the page before."},
     )
     tag = fields.String(metadata={"description": "Only plants with exactly this tag."})

@@ -176,6 +176,16 @@ def test_every_route_of_the_app_is_described(app, document):
     assert routes == set(document["paths"])
 
 
+def test_every_get_goes_with_a_head_in_the_app_and_the_document(app, document):
+    for root in app._router._roots:
+        for node in walk_routes(root):
+            if node.resource is not None:
+                resource = node.resource
+                assert hasattr(resource, "on_get") == hasattr(resource, "on_head"), resource
+    for path, operations in document["paths"].items():
+        assert ("get" in operations) == ("head" in operations), path
+
+
 def walk_routes(node):
     yield node
     for child in node.children:

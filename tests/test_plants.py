@@ -8,6 +8,8 @@ import falcon.testing
 import pytest
 
 from plantstore.app import create_app
+from plantstore.media import ACCEPTED
+from plantstore.schemas import INT64_MESSAGE
 from tests.conftest import TOKEN
 
 
@@ -62,14 +64,10 @@ def test_unicode_survives(client):
         ({"id": "1", "name": "fern"}, "id", "Not a valid integer."),
         ({"id": 1.5, "name": "fern"}, "id", "Not a valid integer."),
         ({"id": None, "name": "fern"}, "id", "Field may not be null."),
-        (
-            {"id": 2**63, "name": "fern"},
-            "id",
-            "Must be greater than or equal to -9223372036854775808 "
-            "and less than or equal to 9223372036854775807.",
-        ),
-        ({"id": -(2**63) - 1, "name": "fern"}, "id", "Must be an int64"),
-        ({"id": 1e30, "name": "fern"}, "id", "Must be an int64"),
+        ({"id": 2**63, "name": "fern"}, "id", INT64_MESSAGE),
+        ({"id": -(2**63) - 1, "name": "fern"}, "id", INT64_MESSAGE),
+        ({"id": 2**64, "name": "fern"}, "id", INT64_MESSAGE),
+        ({"id": 1e30, "name": "fern"}, "id", INT64_MESSAGE),
         ({"id": 1, "name": None}, "name", "Field may not be null."),
         ({"id": 1, "name": 5}, "name", "Not a valid string."),
         ({"id": 1, "name": "fern", "tag": None}, "tag", "Field may not be null."),
@@ -80,6 +78,43 @@ def test_unicode_survives(client):
 )
 def test_invalid_new_plant_is_400_naming_the_field(client, body, field, why):
     assert_error(post(client, body), 400, f"{field}: {why}")
+
+
+INEXACT = "Not an exact integer: from ±2**53 on, write it without a fraction part or exponent."
+
+
+@pytest.mark.parametrize(
+    ("written", "why"),
+    [
+        (b"9007199254740993.0", INEXACT),
+        (b"-9007199254740993.0", INEXACT),
+        (b"9007199254740992.0", INEXACT),
+        (b"-9007199254740992.0", INEXACT),
+        (b"9.007199254740993e15", INEXACT),
+        (b"9007199254740993E0", INEXACT),
+        (b"1e17", INEXACT),
+        # 2**63 as a float: it may have been 9223372036854775808, beyond int64.
+        (b"9223372036854775807.0", INT64_MESSAGE),
+    ],
+)
+def test_an_id_written_as_a_float_that_cannot_tell_the_integer_is_400(client, written, why):
+    body = b'{"id": %b, "name": "fern"}' % written
+    result = client.simulate_post("/plants", body=body, content_type="application/json")
+    assert_error(result, 400)
+    assert result.json["message"] == f"id: {why}"
+    assert client.simulate_get("/plants").json == []
+
+
+@pytest.mark.parametrize(
+    ("written", "plant_id"),
+    [(b"9007199254740991.0", 2**53 - 1), (b"-9.007199254740991e15", -(2**53) + 1), (b"3e2", 300)],
+)
+def test_an_id_written_as_a_float_below_2_to_53_is_that_integer(client, written, plant_id):
+    body = b'{"id": %b, "name": "fern"}' % written
+    assert client.simulate_post("/plants", body=body, content_type="application/json").json == {
+        "name": "fern"
+    }
+    assert client.simulate_get(f"/plants/{plant_id}").json == {"name": "fern"}
 
 
 def test_identical_repeat_answers_the_same(client):
@@ -117,20 +152,59 @@ def test_malformed_json_is_400(client, body, why):
 
 
 @pytest.mark.parametrize(
-    "content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"]
+    "content_type",
+    [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/xml",
+        "application/jsonx",
+        "text/json",
+        "*/*",
+        "application/*",
+        "application/json, text/plain",
+        "json",
+        "application/json; charset=latin-1",
+        "APPLICATION/JSON; CHARSET=ISO-8859-1",
+        'application/json; charset="utf-16"',
+        "application/json; charset=",
+    ],
 )
-def test_a_body_that_is_not_json_is_415(client, content_type):
+def test_a_body_that_is_not_json_in_utf_8_is_415_naming_what_is_accepted(client, content_type):
     result = client.simulate_post(
         "/plants", body=b'{"id": 1, "name": "fern"}', content_type=content_type
     )
-    assert_error(result, 415, content_type)
+    assert_error(result, 415, "'Content-Type: application/json'", "charset=utf-8")
+    assert result.json["message"] == ACCEPTED, "the same words, never what the client sent"
+    assert client.simulate_get("/plants").json == []
 
 
-def test_json_with_a_charset_is_json(client):
+def test_a_body_sent_as_latin_1_is_not_read_as_utf_8(client):
+    body = '{"id": 1, "name": "café"}'.encode()
     result = client.simulate_post(
-        "/plants", body=b'{"id": 1, "name": "fern"}', content_type="application/json; charset=utf-8"
+        "/plants", body=body, content_type="application/json; charset=latin-1"
+    )
+    assert result.status_code == 415
+    assert client.simulate_get("/plants/1").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json; charset=utf-8",
+        "APPLICATION/JSON",
+        "Application/Json",
+        "application/json;charset=UTF-8",
+        "Application/JSON; Charset=Utf-8",
+        'application/json; charset="UTF-8"',
+        " application/json ",
+    ],
+)
+def test_json_in_any_case_with_a_utf_8_charset_or_none_is_json(client, content_type):
+    result = client.simulate_post(
+        "/plants", body='{"id": 1, "name": "café"}'.encode(), content_type=content_type
     )
     assert result.status_code == 200
+    assert client.simulate_get("/plants/1").json == {"name": "café"}
 
 
 def test_a_body_over_the_limit_is_413(client, config):
@@ -197,6 +271,43 @@ def test_wrong_method_is_405_json_with_allow(client):
     result = client.simulate_delete("/plants")
     assert_error(result, 405)
     assert set(result.headers["allow"].split(", ")) == {"GET", "HEAD", "POST", "OPTIONS"}
+
+
+ALLOWED = {
+    "/plants": {"GET", "HEAD", "POST", "OPTIONS"},
+    "/plants/1": {"GET", "HEAD", "DELETE", "OPTIONS"},
+    "/healthz": {"GET", "HEAD", "OPTIONS"},
+    "/readyz": {"GET", "HEAD", "OPTIONS"},
+    "/openapi.json": {"GET", "HEAD", "OPTIONS"},
+}
+
+
+@pytest.mark.parametrize(("path", "allowed"), ALLOWED.items())
+def test_options_is_204_with_allow_and_no_body_and_needs_no_token(anonymous, path, allowed):
+    result = anonymous.simulate_options(path)
+    assert result.status_code == 204
+    assert set(result.headers["allow"].split(", ")) == allowed
+    assert result.content == b""
+    assert "content-type" not in result.headers
+    assert "content-length" not in result.headers
+
+
+@pytest.mark.parametrize("path", ALLOWED)
+def test_options_and_a_405_list_the_same_methods(client, path):
+    refused, options = client.simulate_request("PUT", path), client.simulate_options(path)
+    assert refused.status_code == 405
+    assert refused.headers["allow"] == options.headers["allow"]
+
+
+def test_a_cors_preflight_is_answered_through_the_options_responder(app, anonymous):
+    app.add_middleware(falcon.CORSMiddleware(allow_origins="https://plants.example"))
+    result = anonymous.simulate_options(
+        "/plants",
+        headers={"Origin": "https://plants.example", "Access-Control-Request-Method": "POST"},
+    )
+    assert result.status_code == 204
+    assert result.headers["access-control-allow-origin"] == "https://plants.example"
+    assert set(result.headers["access-control-allow-methods"].split(", ")) == ALLOWED["/plants"]
 
 
 def test_a_body_cut_short_of_its_content_length_is_400(app):

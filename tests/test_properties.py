@@ -31,16 +31,24 @@ json_values = st.recursive(
 other_fields = st.dictionaries(
     st.text().filter(lambda key: key not in FIELDS), json_values, max_size=3
 )
-int64_ids = st.integers(INT64_MIN, INT64_MAX) | st.integers(-(2**53), 2**53).map(float)
+#: A float names one integer only below 2**53 in magnitude.
+EXACT_FLOATS = 2**53
+int64_ids = st.integers(INT64_MIN, INT64_MAX) | st.integers(
+    -EXACT_FLOATS + 1, EXACT_FLOATS - 1
+).map(float)
 
 
-def post(body):
-    """Post to a fresh service, so every example starts with an empty store."""
-    client = falcon.testing.TestClient(create_app(CONFIG, MemoryStore()))
-    return client.simulate_post(
-        "/plants",
-        body=json.dumps(body),
-        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+def fresh_client():
+    """A client of a fresh service, so every example starts with an empty store."""
+    return falcon.testing.TestClient(
+        create_app(CONFIG, MemoryStore()), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+
+
+def post(body, client=None):
+    text = body if isinstance(body, bytes) else json.dumps(body)
+    return (client or fresh_client()).simulate_post(
+        "/plants", body=text, content_type="application/json"
     )
 
 
@@ -63,7 +71,7 @@ def wrong_fields(body) -> set[str]:
         return {"body"}
     wrong = set()
     plant_id = body.get("id")
-    if isinstance(plant_id, float) and plant_id.is_integer() and abs(plant_id) <= 2**53:
+    if isinstance(plant_id, float) and plant_id.is_integer() and abs(plant_id) < EXACT_FLOATS:
         plant_id = int(plant_id)
     if type(plant_id) is not int or not INT64_MIN <= plant_id <= INT64_MAX:
         wrong.add("id")
@@ -92,3 +100,28 @@ def test_every_invalid_body_is_400_naming_each_wrong_field(body):
     assert result.json["error"] == 400
     named = {problem.split(": ", 1)[0] for problem in result.json["message"].split("; ")}
     assert named == wrong_fields(body)
+
+
+around_the_bounds = st.sampled_from([EXACT_FLOATS, 2**63, 2**64]).flatmap(
+    lambda bound: st.integers(bound - 3, bound + 3)
+)
+written_ids = st.tuples(
+    st.integers(-(2**65), 2**65) | around_the_bounds | around_the_bounds.map(lambda n: -n),
+    st.sampled_from(["{}", "{}.0", "{}.000", "{}e0", "{}E+0", "{}.00e0"]),
+)
+
+
+@given(written=written_ids)
+def test_an_id_is_kept_as_exactly_the_integer_written_or_refused(written):
+    """orjson's parse decides: a fraction part or an exponent makes a float, exact below 2**53."""
+    plant_id, spelling = written
+    client = fresh_client()
+    result = post(b'{"id": %s, "name": "fern"}' % spelling.format(plant_id).encode(), client)
+    as_float = spelling != "{}"
+    if INT64_MIN <= plant_id <= INT64_MAX and not (as_float and abs(plant_id) >= EXACT_FLOATS):
+        assert result.status_code == 200
+        assert client.simulate_get("/plants").json == [{"id": plant_id, "name": "fern"}]
+    else:
+        assert result.status_code == 400
+        assert result.json["message"].startswith("id: ")
+        assert client.simulate_get("/plants").json == []

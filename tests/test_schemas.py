@@ -6,6 +6,7 @@ from marshmallow import ValidationError
 
 from plantstore.schemas import (
     INT64_MAX,
+    INT64_MESSAGE,
     INT64_MIN,
     NewPlantSchema,
     PlantIdSchema,
@@ -30,7 +31,8 @@ new_plant = NewPlantSchema()
         (5.0, 5),
         (-5.0, -5),
         (1e3, 1000),
-        (2.0**53, 2**53),
+        (2.0**53 - 1, 2**53 - 1),
+        (-(2.0**53) + 1, -(2**53) + 1),
     ],
 )
 def test_id_is_any_int64_including_integral_floats(given, loaded):
@@ -48,12 +50,14 @@ def test_id_is_any_int64_including_integral_floats(given, loaded):
         (5.5, "Not a valid integer."),
         (None, "Field may not be null."),
         ([5], "Not a valid integer."),
-        (INT64_MAX + 1, "less than or equal to 9223372036854775807"),
-        (INT64_MIN - 1, "greater than or equal to -9223372036854775808"),
+        (INT64_MAX + 1, INT64_MESSAGE),
+        (INT64_MIN - 1, INT64_MESSAGE),
+        (2.0**53, "Not an exact integer"),
+        (-(2.0**53), "Not an exact integer"),
         (2.0**53 + 2, "Not an exact integer"),
         (2.0**63 - 1024, "Not an exact integer"),
-        (-(2.0**63), "Must be an int64"),
-        (1e300, "Must be an int64"),
+        (-(2.0**63), INT64_MESSAGE),
+        (1e300, INT64_MESSAGE),
     ],
 )
 def test_id_rejects_what_is_not_an_int64(given, problem):
@@ -172,8 +176,8 @@ def test_the_plant_id_shortcut_loads_exactly_what_the_schema_loads(text):
         ("1.", "Not a decimal integer."),
         ("1_000", "Not a decimal integer."),
         ("٣", "Not a decimal integer."),
-        ("9223372036854775808", "Must be an int64, from"),
-        ("-9223372036854775809", "Must be an int64, from"),
+        ("9223372036854775808", INT64_MESSAGE),
+        ("-9223372036854775809", INT64_MESSAGE),
         ("9" * 5000, "Not a decimal integer."),
     ],
 )
@@ -214,6 +218,18 @@ def test_a_bad_page_query_names_the_parameter(params, field):
     with pytest.raises(ValidationError) as caught:
         load_page_query(params)
     assert list(caught.value.messages) == [field]
+
+
+@pytest.mark.parametrize("beyond", [INT64_MIN - 1, INT64_MAX + 1])
+def test_the_int64_rule_has_one_wording_for_a_body_a_path_and_a_query(beyond):
+    with pytest.raises(ValidationError) as body:
+        load_new_plant(orjson.loads(b'{"id": %d, "name": "fern"}' % beyond))
+    with pytest.raises(ValidationError) as path:
+        load_plant_id(str(beyond))
+    with pytest.raises(ValidationError) as query:
+        load_page_query({"after": str(beyond)})
+    assert body.value.messages == path.value.messages == {"id": [INT64_MESSAGE]}
+    assert query.value.messages == {"after": [INT64_MESSAGE]}
 
 
 @settings(max_examples=200, derandomize=True)
