@@ -138,6 +138,14 @@ def _status(value: str) -> dict:
 
 def build_document() -> dict:
     """Describe the service; `servers` is filled per request, from the address the client used."""
+    spec = _spec_with_components()
+    _describe_plants(spec)
+    _describe_service(spec)
+    return spec.to_dict()
+
+
+def _spec_with_components() -> APISpec:
+    """The document's head and its reusable parts: schemas, headers and error answers."""
     marshmallow = MarshmallowPlugin()
     spec = APISpec(
         title="Plant Store",
@@ -161,7 +169,11 @@ def build_document() -> dict:
         spec.components.header(name, header)
     for status in ERRORS:
         spec.components.response(_error_name(status), _error(status))
+    return spec
 
+
+def _describe_plants(spec: APISpec) -> None:
+    """`/plants` and `/plants/{id}`: the plant's whole life."""
     # Generated clients and stateful fuzzers follow these from a created plant to its own path.
     created = {"id": "$request.body#/id"}
     links = {
@@ -223,6 +235,10 @@ def build_document() -> dict:
             ),
         },
     )
+
+
+def _describe_service(spec: APISpec) -> None:
+    """The paths that serve operators and tools rather than plants; none needs a token."""
     spec.path(
         path="/healthz",
         operations=_with_head(
@@ -260,7 +276,6 @@ def build_document() -> dict:
             )
         ),
     )
-    return spec.to_dict()
 
 
 class OpenApiDocument:
