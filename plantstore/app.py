@@ -8,6 +8,7 @@ from marshmallow import ValidationError
 
 from plantstore.auth import BearerAuth
 from plantstore.config import Config
+from plantstore.docs import add_docs
 from plantstore.errors import handle_store_unavailable, handle_validation_error, serialize_error
 from plantstore.middleware import BodyLimit, RequestId
 from plantstore.openapi import OpenApiDocument
@@ -53,4 +54,5 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Readiness(store))
     app.add_route("/openapi.json", OpenApiDocument())
+    add_docs(app)
     return app

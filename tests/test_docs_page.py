@@ -1,0 +1,137 @@
+"""`/docs`: Swagger UI's page and its files, served by the app to anyone, under any prefix."""
+
+import gc
+import re
+import warnings
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from plantstore.docs import PAGE
+from tests.gunicorn_server import ROOT
+
+
+class References(HTMLParser):
+    """Every `src` and `href` of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.urls += [value for name, value in attrs if name in ("src", "href")]
+
+
+def page_urls(page: str) -> list[str]:
+    """What the page loads: its scripts, style and icon, and the document Swagger UI reads."""
+    references = References()
+    references.feed(page)
+    (document,) = re.findall(r'\burl: "([^"]*)"', page)
+    return [*references.urls, document]
+
+
+def test_the_page_is_html_and_needs_no_token(anonymous):
+    result = anonymous.simulate_get("/docs")
+    assert result.status_code == 200
+    assert result.headers["content-type"] == "text/html; charset=utf-8"
+    assert result.text == PAGE
+    assert '<div id="swagger-ui">' in result.text
+    assert "SwaggerUIBundle(" in result.text
+
+
+def test_the_page_asks_nothing_of_another_site(anonymous):
+    """Every URL is relative to the page (no scheme, host or root), and no validator badge."""
+    urls = page_urls(anonymous.simulate_get("/docs").text)
+    assert len(urls) == 4
+    for url in urls:
+        parts = urlsplit(url)
+        assert not (parts.scheme or parts.netloc or url.startswith("/")), url
+    assert re.search(r"\bvalidatorUrl: null\b", PAGE)
+
+
+@pytest.mark.parametrize("prefix", ["", "/plantstore", "/a/b"])
+def test_every_url_of_the_page_is_served_beside_it_under_a_prefix(anonymous, prefix):
+    """As a browser resolves them from `<prefix>/docs`, each reaches the app, with no token."""
+    page = anonymous.simulate_get("/docs", extras={"SCRIPT_NAME": prefix})
+    assert page.status_code == 200
+    resolved = [urljoin(f"http://plants.example{prefix}/docs", url) for url in page_urls(page.text)]
+    assert resolved[-1] == f"http://plants.example{prefix}/openapi.json"
+    for url in resolved:
+        path = urlsplit(url).path
+        assert path.startswith(f"{prefix}/"), url
+        result = anonymous.simulate_get(path.removeprefix(prefix), extras={"SCRIPT_NAME": prefix})
+        assert result.status_code == 200, url
+        assert result.content
+    document = anonymous.simulate_get("/openapi.json", extras={"SCRIPT_NAME": prefix}).json
+    assert document["openapi"] == "3.1.0"
+
+
+@pytest.mark.parametrize(
+    ("name", "content_type"),
+    [
+        ("swagger-ui-bundle.js", "text/javascript"),
+        ("swagger-ui.css", "text/css"),
+        ("favicon-32x32.png", "image/png"),
+    ],
+)
+def test_the_assets_are_served_with_their_types(anonymous, name, content_type):
+    result = anonymous.simulate_get(f"/docs/{name}")
+    assert result.status_code == 200
+    assert result.headers["content-type"] == content_type
+    assert int(result.headers["content-length"]) == len(result.content) > 0
+    assert "etag" in result.headers
+
+
+@pytest.mark.parametrize("path", ["/docs", "/docs/swagger-ui.css", "/docs/nothing.js"])
+def test_head_answers_what_get_would_without_the_body(anonymous, path):
+    got = anonymous.simulate_get(path)
+    head = anonymous.simulate_head(path)
+    assert head.status_code == got.status_code
+    assert head.content == b""
+    ignored = {"x-request-id"}
+    assert {k: v for k, v in head.headers.items() if k not in ignored} == {
+        k: v for k, v in got.headers.items() if k not in ignored
+    }
+
+
+def test_head_of_an_asset_leaves_no_file_open(anonymous):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert anonymous.simulate_head("/docs/swagger-ui-bundle.js").status_code == 200
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+@pytest.mark.parametrize(
+    "path", ["/docs/nothing.js", "/docs/", "/docs/..%2Fsetup.cfg", "/docs/index.j2.missing"]
+)
+def test_a_file_that_is_not_there_is_404_with_the_error_body(anonymous, path):
+    result = anonymous.simulate_get(path)
+    assert result.status_code == 404
+    assert result.headers["content-type"] == "application/json"
+    assert result.json["error"] == 404
+    assert result.json["message"]
+
+
+@pytest.mark.parametrize("path", ["/docs", "/docs/swagger-ui.css"])
+def test_other_methods_are_405_naming_get_and_head(client, path):
+    result = client.simulate_post(path, json={"id": 1, "name": "fern"})
+    assert result.status_code == 405
+    assert result.headers["allow"] == "GET, HEAD, OPTIONS"
+    assert result.json["error"] == 405
+
+
+def test_the_document_leaves_the_page_out(anonymous):
+    """The page is for people: a client generated from the document has no use for it."""
+    paths = anonymous.simulate_get("/openapi.json").json["paths"]
+    assert not [path for path in paths if path.startswith("/docs")]
+
+
+def test_the_readme_shows_the_pages_picture():
+    """The picture `tests/docs_screenshot.py` takes is in the repository, and small."""
+    pictures = re.findall(r"!\[[^]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text())
+    assert "docs/swagger-ui.png" in pictures
+    data = (ROOT / "docs/swagger-ui.png").read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(data) < 400_000
