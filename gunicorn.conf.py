@@ -38,7 +38,7 @@ workers = _int("WEB_CONCURRENCY", 1 if _MEMORY else os.cpu_count() or 1, minimum
 
 # Each process serves requests on threads (gthread worker), which overlap waiting for I/O;
 # requests gunicorn refuses itself are answered with the JSON Error body too.
-worker_class = "plantstore.worker.JsonErrorThreadWorker"
+worker_class = "plantstore.worker.EdgeWorker"
 threads = _int("GUNICORN_THREADS", 8, minimum=1)
 
 # Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.

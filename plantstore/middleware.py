@@ -10,21 +10,25 @@ import falcon
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
 
-class RequestId:
-    """Give every answer an `X-Request-ID`: the client's own when sane, else a fresh one.
+def request_id(sent: str | None) -> str:
+    """The id of a request: the client's own `X-Request-ID` when sane, else a fresh one.
 
-    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`). A fresh id
-    needs to be unique, not secret: `random` (which reseeds in every forked worker) makes one in
-    half the time `os.urandom` takes.
+    A fresh id needs to be unique, not secret: `random` (which reseeds in every forked worker)
+    makes one in half the time `os.urandom` takes.
     """
+    if sent is not None and _SANE_REQUEST_ID.fullmatch(sent):
+        return sent
+    return f"{getrandbits(128):032x}"
+
+
+class RequestId:
+    """Give every answer an `X-Request-ID`; gunicorn's access log reads it back from the answer
+    (`%({x-request-id}o)s`)."""
 
     def process_request(self, req, resp):
         # Read from the WSGI environ: `req.get_header` costs ten times as much for a header
         # that is absent, as it mostly is.
-        request_id = req.env.get("HTTP_X_REQUEST_ID")
-        if request_id is None or not _SANE_REQUEST_ID.fullmatch(request_id):
-            request_id = f"{getrandbits(128):032x}"
-        resp.set_header("X-Request-ID", request_id)
+        resp.set_header("X-Request-ID", request_id(req.env.get("HTTP_X_REQUEST_ID")))
 
 
 class BodyLimit:

@@ -6,10 +6,12 @@ import os
 import re
 import socket
 import subprocess
+from http import HTTPStatus
 
 import pytest
 
 from tests.gunicorn_server import GUNICORN, ROOT, GunicornServer, server_environ
+from tests.raw_http import exchange, parse_answers
 
 TOKEN = "gunicorn-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -183,3 +185,69 @@ def test_what_gunicorn_refuses_itself_is_answered_with_an_error_body(server, raw
         body = json.loads(response.read())
     assert body["error"] == status
     assert body["message"]
+
+
+#: A secret a client puts where gunicorn refuses the request: it must not come back, nor be logged.
+SECRET = "s3cret-in-a-header"
+
+
+def refused(head: str) -> bytes:
+    return head.encode("latin-1") + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization Bearer {SECRET}"), 400),
+        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nX-({SECRET}): 1"), 400),
+        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SECRET}\x01"), 400),
+        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n {SECRET}"), 400),
+        (refused(f"GET /healthz?token={SECRET}\x7f HTTP/1.1\r\nHost: x"), 400),
+        (refused(f"{SECRET} /healthz HTTP/1.1\r\nHost: x"), 400),
+        (refused(f"GET /healthz HTTP/{SECRET}\r\nHost: x"), 400),
+        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: {SECRET}"), 417),
+        (refused(f"POST /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: x{SECRET}"), 501),
+        (refused(f"GET /plants HTTP/1.1\r\nHost: x\r\nSCRIPT_NAME: /{SECRET}"), 400),
+        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: {SECRET}{'a' * 9000}"), 431),
+    ],
+    ids=[
+        "a header line without a colon",
+        "a header name that is no token",
+        "a control character in a header value",
+        "a header folded over lines",
+        "a control character in the request line",
+        "a method that is no method",
+        "an HTTP version that is none",
+        "an expectation other than 100-continue",
+        "a transfer coding other than chunked",
+        "a path outside the SCRIPT_NAME a trusted proxy sent",
+        "a header over the limit",
+    ],
+)
+def test_a_refusal_repeats_nothing_the_client_sent_and_is_logged_with_its_request_id(
+    server, raw, status
+):
+    (answer,) = parse_answers(exchange(server.port, raw))
+    assert answer.status_line == f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"
+    assert answer.headers["connection"] == "close"
+    assert answer.json()["error"] == status
+    assert SECRET not in answer.json()["message"]
+    request_id = answer.headers["x-request-id"]
+
+    stdout, stderr = server.stop()
+    assert SECRET not in stdout + stderr
+    (access,) = stdout.splitlines()
+    assert access.startswith(f"127.0.0.1 request_id={request_id} ")
+    assert access.endswith(f" status={status} duration_us=" + access.rpartition("=")[2])
+    assert f"request_id={request_id} invalid request from 127.0.0.1: " in stderr
+
+
+def test_a_path_outside_the_proxys_script_name_is_the_clients_error(server):
+    raw = refused("GET /plants HTTP/1.1\r\nHost: x\r\nSCRIPT_NAME: /elsewhere")
+    (answer,) = parse_answers(exchange(server.port, raw))
+    assert (answer.status, answer.json()) == (
+        400,
+        {"error": 400, "message": "The path does not start with the SCRIPT_NAME prefix."},
+    )
+    stdout, _ = server.stop()
+    assert '"GET /plants" status=400 ' in stdout

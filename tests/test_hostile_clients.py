@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from tests import raw_http
 from tests.gunicorn_server import GunicornServer, server_environ
 from tests.raw_http import parse_answers, read_until_closed, request_head
 
@@ -54,10 +55,7 @@ def connect(server) -> socket.socket:
 
 def exchange(server, raw: bytes) -> bytes:
     """Send `raw`, stop sending, and read until the server closes."""
-    with connect(server) as client:
-        client.sendall(raw)
-        client.shutdown(socket.SHUT_WR)
-        return read_until_closed(client)
+    return raw_http.exchange(server.port, raw, timeout=PATIENCE)
 
 
 def post(body: bytes, **headers: str) -> bytes:
