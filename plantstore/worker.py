@@ -1,18 +1,34 @@
-"""gunicorn's gthread worker, answering what gunicorn refuses itself the way the app answers.
+"""gunicorn's gthread worker, made to do at the edge of the service what it says.
 
-gunicorn reads each request before the app sees it, and answers those it cannot take itself
-(a malformed request line or header, a line or headers over the limits, an unknown
-`Transfer-Encoding`, a path outside the proxy's SCRIPT_NAME). Its worker does so in one method,
-`handle_error`, which this worker overrides: gunicorn would write a page of HTML, quote what
-the client sent (a header line may hold a token) in the answer and the error log, answer 500
-for the client's SCRIPT_NAME, and leave the refusal without a request id or an access-log line.
+gunicorn reads each request, hands it to the app and writes the answer. Where it would say one
+thing and do another, or hold a thread without end, this worker steps in, in the methods
+gunicorn's workers are built from (nothing of gunicorn is replaced process-wide):
+
+- `handle_error`, where gunicorn answers what it refuses itself (a malformed request line or
+  header, a line or headers over the limits, an unknown `Transfer-Encoding`, a path outside
+  the proxy's SCRIPT_NAME): the `Error` body, the status's own reason, a message in the
+  service's words (gunicorn's quote what the client sent, and a header may hold a token), an
+  `X-Request-ID` and an access-log line, as every other answer has.
+- `handle_request`, around each request the app serves: the body must arrive within
+  `body_timeout` seconds of the head, so a client stalled in its body frees its thread;
+  `100 Continue` is sent when the app first reads the body, not before it decides 401 or 413;
+  and a request of HTTP/1.2 or above is served, and answered, as HTTP/1.1 (RFC 9110, section
+  2.5) rather than with a status line of a version the server does not speak.
+- `load_wsgi`, around the app: an answer says `Connection: close` whenever the connection
+  closes after it, which is when the body was not read to its end. gunicorn would otherwise
+  announce keep-alive, drain at most 64 KiB of the body, and close anyway.
 """
 
+import contextlib
 import http
+import socket
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from gunicorn import util
+from gunicorn.http.body import ChunkedReader, LengthReader
 from gunicorn.http.message import Request
 from gunicorn.workers.gthread import ThreadWorker
 
@@ -30,7 +46,55 @@ class _Refusal:
     sent: int = field(default=0)
 
 
+#: Seconds a request's body has to arrive, from the end of its head, unless configured.
+DEFAULT_BODY_TIMEOUT = 10
+
+
 class EdgeWorker(ThreadWorker):
+    #: gunicorn has no such setting; `gunicorn.conf.py` sets it from `GUNICORN_BODY_TIMEOUT`.
+    body_timeout = DEFAULT_BODY_TIMEOUT
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The request each thread serves, for the app's wrapper: a WSGI environ does not hold it.
+        self._serving = threading.local()
+
+    def load_wsgi(self):
+        super().load_wsgi()
+        app = self.wsgi
+
+        def app_closing_after_an_unread_body(environ, start_response):
+            result = app(environ, start_response)
+            req = self._serving.request
+            if not _read_to_its_end(req.body):
+                req.force_close()
+            return result
+
+        self.wsgi = app_closing_after_an_unread_body
+
+    def handle_request(self, req, conn):
+        """Serve `req` as HTTP/1.1 at most, its body read through a `_BodyArrival`."""
+        req.version = min(req.version, (1, 1))
+        unreader = req.unreader
+        sock = unreader.sock
+        # gunicorn would send 100 Continue as it hands the request to the app.
+        arrival = _BodyArrival(sock, self.body_timeout, req._expected_100_continue)
+        req._expected_100_continue = False
+        unreader.sock = arrival
+        self._serving.request = req
+        try:
+            keepalive = super().handle_request(req, conn)
+        finally:
+            unreader.sock = sock
+        if arrival.timed_out:
+            # gunicorn closes in its main loop, where it waits up to 2 s for the client to
+            # close too: a client stalled in its body never does, and would stall the whole
+            # worker. Everything it sent has been read (it sent nothing in time), so the
+            # connection can be shut at once without losing the answer to a reset.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        return keepalive
+
     def handle_error(self, req, client, addr, exc):
         """Refuse with the `Error` body, an `X-Request-ID` and an access-log line.
 
@@ -74,6 +138,51 @@ def _environ(req, peer: str) -> dict[str, str]:
         "RAW_URI": "-",
         "SERVER_PROTOCOL": "-",
     }
+
+
+class _BodyArrival:
+    """The client's socket as gunicorn reads a request body from it, through `recv`.
+
+    Each read waits only for what is left of the time the body has, so a client that stalls
+    or trickles makes the app's read raise `TimeoutError` (which the app answers 408); and the
+    first read sends the `100 Continue` the client may be waiting for.
+    """
+
+    def __init__(self, sock, timeout: float, send_continue: bool) -> None:
+        self._sock = sock
+        self._deadline = time.monotonic() + timeout
+        self._send_continue = send_continue
+        self.timed_out = False
+
+    def recv(self, size: int) -> bytes:
+        if self._send_continue:
+            self._send_continue = False
+            self._sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        left = self._deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError("the request body did not arrive in time")
+            self._sock.settimeout(left)
+            return self._sock.recv(size)
+        except TimeoutError:
+            self.timed_out = True
+            raise
+        finally:
+            self._sock.settimeout(None)
+
+
+def _read_to_its_end(body) -> bool:
+    """Whether gunicorn has read all of this request's body off the connection.
+
+    A body is read with a length (Content-Length, or none: 0) or chunked; one whose reading
+    failed is never at its end.
+    """
+    if body.failed:
+        return False
+    reader = body.reader
+    if isinstance(reader, LengthReader):
+        return reader.length == 0
+    return isinstance(reader, ChunkedReader) and reader.parser is None
 
 
 def _header(req, name: str) -> str | None:

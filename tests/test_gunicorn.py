@@ -251,3 +251,74 @@ def test_a_path_outside_the_proxys_script_name_is_the_clients_error(server):
     )
     stdout, _ = server.stop()
     assert '"GET /plants" status=400 ' in stdout
+
+
+def test_a_request_of_http_1_2_is_answered_as_http_1_1(server):
+    (answer,) = parse_answers(exchange(server.port, refused("GET /healthz HTTP/1.2\r\nHost: x")))
+    assert answer.status_line == "HTTP/1.1 200 OK"
+    assert answer.json() == {"status": "ok"}
+
+
+PLANT = b'{"id": 7, "name": "fern"}'
+
+
+def post_head(body_length: int, *extra: str) -> bytes:
+    return refused(
+        "\r\n".join(
+            [
+                "POST /plants HTTP/1.1",
+                "Host: x",
+                "Content-Type: application/json",
+                f"Content-Length: {body_length}",
+                *extra,
+            ]
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [((), 401), ((f"Authorization: Bearer {TOKEN}",), 413)],
+    ids=["without a token", "over the limit"],
+)
+def test_a_body_left_unread_is_answered_with_connection_close_and_the_close(server, extra, status):
+    body = b"x" * 70_000
+    raw = post_head(len(body), *extra) + body + refused("GET /healthz HTTP/1.1\r\nHost: x")
+    (answer,) = parse_answers(exchange(server.port, raw))
+    assert answer.status == status
+    assert answer.headers["connection"] == "close"
+
+
+def test_a_body_read_through_keeps_the_connection_for_the_next_request(server):
+    raw = post_head(len(PLANT), f"Authorization: Bearer {TOKEN}") + PLANT
+    answers = parse_answers(
+        exchange(server.port, raw + refused("GET /healthz HTTP/1.1\r\nHost: x"))
+    )
+    assert [(answer.status, answer.headers["connection"]) for answer in answers] == [
+        (200, "keep-alive"),
+        (200, "keep-alive"),
+    ]
+
+
+def read_answer(client: socket.socket) -> http.client.HTTPResponse:
+    answer = http.client.HTTPResponse(client)
+    answer.begin()
+    return answer
+
+
+def test_100_continue_is_sent_only_when_the_body_is_wanted(server):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+        client.sendall(post_head(len(PLANT), "Expect: 100-continue"))
+        answer = read_answer(client)
+        assert (answer.status, answer.getheader("connection")) == (401, "close")
+        answer.read()
+        assert client.recv(100) == b""
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+        client.sendall(
+            post_head(len(PLANT), "Expect: 100-continue", f"Authorization: Bearer {TOKEN}")
+        )
+        assert client.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        client.sendall(PLANT)
+        answer = read_answer(client)
+        assert (answer.status, json.loads(answer.read())) == (200, {"name": "fern"})
