@@ -11,7 +11,7 @@ from http import HTTPStatus
 import pytest
 
 from tests.gunicorn_server import GUNICORN, ROOT, GunicornServer, server_environ
-from tests.raw_http import exchange, parse_answers
+from tests.raw_http import exchange, parse_answers, read_until_closed
 
 TOKEN = "gunicorn-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -140,6 +140,7 @@ def test_more_than_one_worker_with_the_memory_store_is_refused():
     [
         ("PLANTSTORE_MAX_BODY_BYTES", "must be a whole number"),
         ("GUNICORN_THREADS", "must be a whole number"),
+        ("GUNICORN_BODY_TIMEOUT", "must be a whole number"),
     ],
 )
 def test_a_bad_setting_stops_the_start_with_one_line_naming_it(name, complaint):
@@ -306,14 +307,21 @@ def read_answer(client: socket.socket) -> http.client.HTTPResponse:
     return answer
 
 
-def test_100_continue_is_sent_only_when_the_body_is_wanted(server):
+@pytest.mark.parametrize(
+    ("length", "extra", "status"),
+    [(len(PLANT), (), 401), (10_000_000, (f"Authorization: Bearer {TOKEN}",), 413)],
+    ids=["without a token", "announced over the limit"],
+)
+def test_100_continue_is_not_sent_for_a_body_that_is_refused(server, length, extra, status):
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
-        client.sendall(post_head(len(PLANT), "Expect: 100-continue"))
-        answer = read_answer(client)
-        assert (answer.status, answer.getheader("connection")) == (401, "close")
-        answer.read()
-        assert client.recv(100) == b""
+        client.sendall(post_head(length, "Expect: 100-continue", *extra))
+        sent = read_until_closed(client)
+    assert sent.startswith(f"HTTP/1.1 {status} ".encode()), "no 100 Continue before a refusal"
+    (answer,) = parse_answers(sent)
+    assert (answer.status, answer.headers["connection"]) == (status, "close")
 
+
+def test_100_continue_is_sent_when_the_body_is_read(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
         client.sendall(
             post_head(len(PLANT), "Expect: 100-continue", f"Authorization: Bearer {TOKEN}")
