@@ -172,6 +172,10 @@ def test_bodies_that_stall_free_their_threads_within_the_bound(server):
             (answer,) = parse_answers(read_until_closed(client))
             assert (answer.status, answer.json()["error"]) == (408, 408)
             assert answer.headers["connection"] == "close"
+        # They still have not closed: the worker must not wait for them to, before it serves.
+        started = time.monotonic()
+        assert server.request("GET", "/healthz")[0] == 200
+        assert time.monotonic() - started < BODY_TIMEOUT
     finally:
         for client in stalled:
             client.close()
