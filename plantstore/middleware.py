@@ -43,8 +43,9 @@ class BodyLimit:
     an incomplete request (RFC 9112, section 6.3) would be served as a whole one.
 
     Reading fails when the client breaks the body: gunicorn raises a `ParseException` for a
-    malformed chunk or trailer, `NoMoreData` when the client closes before the last chunk, and
-    the worker (`plantstore/worker.py`) `TimeoutError` when the body does not arrive in time.
+    malformed chunk or trailer, `NoMoreData` when the client closes before the last chunk (a
+    `ConnectionError` when it resets the connection), and the worker (`plantstore/worker.py`)
+    `TimeoutError` when the body does not arrive in time.
     Each is the client's error, 400 or 408; the worker then closes the connection, since where
     the next request would start is unknown.
 
@@ -91,7 +92,7 @@ def _read(stream, size: int) -> bytes:
         raise falcon.HTTPBadRequest(
             title="Malformed body", description="The chunked body or its trailer is malformed."
         ) from None
-    except NoMoreData:
+    except (NoMoreData, ConnectionError):
         raise falcon.HTTPBadRequest(
             title="Incomplete body", description="The connection closed before the body's end."
         ) from None

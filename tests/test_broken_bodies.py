@@ -30,9 +30,17 @@ class BrokenStream:
         (ChunkMissingTerminator(b"XX"), 400, "The chunked body or its trailer is malformed."),
         (InvalidHeader("a bad trailer"), 400, "The chunked body or its trailer is malformed."),
         (NoMoreData(), 400, "The connection closed before the body's end."),
+        (ConnectionResetError(), 400, "The connection closed before the body's end."),
         (TimeoutError(), 408, "The body did not arrive in time."),
     ],
-    ids=["a bad chunk size", "a chunk without its CRLF", "a bad trailer", "a close", "a stall"],
+    ids=[
+        "a bad chunk size",
+        "a chunk without its CRLF",
+        "a bad trailer",
+        "a close",
+        "a reset",
+        "a stall",
+    ],
 )
 @pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "with Content-Length"])
 def test_a_body_the_client_breaks_is_its_error(app, failure, status, message, chunked):
