@@ -244,14 +244,17 @@ def test_a_refusal_repeats_nothing_the_client_sent_and_is_logged_with_its_reques
 
 
 def test_a_path_outside_the_proxys_script_name_is_the_clients_error(server):
-    raw = refused("GET /plants HTTP/1.1\r\nHost: x\r\nSCRIPT_NAME: /elsewhere")
+    raw = refused(
+        "GET /plants HTTP/1.1\r\nHost: x\r\nSCRIPT_NAME: /elsewhere\r\nX-Request-ID: trace-me-2"
+    )
     (answer,) = parse_answers(exchange(server.port, raw))
     assert (answer.status, answer.json()) == (
         400,
         {"error": 400, "message": "The path does not start with the SCRIPT_NAME prefix."},
     )
+    assert answer.headers["x-request-id"] == "trace-me-2"
     stdout, _ = server.stop()
-    assert '"GET /plants" status=400 ' in stdout
+    assert 'request_id=trace-me-2 "GET /plants" status=400 ' in stdout
 
 
 def test_a_request_of_http_1_2_is_answered_as_http_1_1(server):
