@@ -2,7 +2,9 @@
 
 gunicorn reads each request, hands it to the app and writes the answer. Where it would say one
 thing and do another, or hold a thread without end, this worker steps in, in the methods
-gunicorn's workers are built from (nothing of gunicorn is replaced process-wide):
+gunicorn's workers are built from (nothing of gunicorn is replaced process-wide). It is a
+worker class, not server hooks, because gunicorn has no hook for a request it refuses, nor
+one between the app's return and the answer's head:
 
 - `handle_error`, where gunicorn answers what it refuses itself (a malformed request line or
   header, a line or headers over the limits, an unknown `Transfer-Encoding`, a path outside
@@ -24,7 +26,7 @@ import http
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from gunicorn import util
@@ -43,7 +45,7 @@ class _Refusal:
 
     status: int
     headers: list[tuple[str, str]]
-    sent: int = field(default=0)
+    sent: int = 0
 
 
 #: Seconds a request's body has to arrive, from the end of its head, unless configured.
@@ -51,6 +53,8 @@ DEFAULT_BODY_TIMEOUT = 10
 
 
 class EdgeWorker(ThreadWorker):
+    """gunicorn's gthread worker, answering for gunicorn as the app does (see the module)."""
+
     #: gunicorn has no such setting; `gunicorn.conf.py` sets it from `GUNICORN_BODY_TIMEOUT`.
     body_timeout = DEFAULT_BODY_TIMEOUT
 
