@@ -23,8 +23,10 @@ def request_id(sent: str | None) -> str:
 
 
 class RequestId:
-    """Give every answer an `X-Request-ID`; gunicorn's access log reads it back from the answer
-    (`%({x-request-id}o)s`)."""
+    """Give every answer an `X-Request-ID`, as `request_id` makes it.
+
+    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`).
+    """
 
     def process_request(self, req, resp):
         # Read from the WSGI environ: `req.get_header` costs ten times as much for a header
@@ -45,9 +47,9 @@ class BodyLimit:
     Reading fails when the client breaks the body: gunicorn raises a `ParseException` for a
     malformed chunk or trailer, `NoMoreData` when the client closes before the last chunk (a
     `ConnectionError` when it resets the connection), and the worker (`plantstore/worker.py`)
-    `TimeoutError` when the body does not arrive in time.
-    Each is the client's error, 400 or 408; the worker then closes the connection, since where
-    the next request would start is unknown.
+    `TimeoutError` when the body does not arrive in time. Each is the client's error, 400 or
+    408; the worker then closes the connection, since where the next request would start is
+    unknown.
 
     It runs in `process_resource`, after authentication, so no body is read for a client that
     is not let in, and none for a path that does not exist.
