@@ -19,6 +19,8 @@ one between the app's return and the answer's head:
 - `load_wsgi`, around the app: an answer says `Connection: close` whenever the connection
   closes after it, which is when the body was not read to its end. gunicorn would otherwise
   announce keep-alive, drain at most 64 KiB of the body, and close anyway.
+- after a refusal or an answer that closes the connection, the wait for the client to close
+  too is done in the serving thread, not in the worker's main loop (see `_shut`).
 """
 
 import contextlib
@@ -50,6 +52,8 @@ class _Refusal:
 
 #: Seconds a request's body has to arrive, from the end of its head, unless configured.
 DEFAULT_BODY_TIMEOUT = 10
+#: Seconds to wait for a client to close after the server did, as gunicorn's own close waits.
+LINGER = 2.0
 
 
 class EdgeWorker(ThreadWorker):
@@ -90,13 +94,10 @@ class EdgeWorker(ThreadWorker):
             keepalive = super().handle_request(req, conn)
         finally:
             unreader.sock = sock
-        if arrival.timed_out:
-            # gunicorn closes in its main loop, where it waits up to 2 s for the client to
-            # close too: a client stalled in its body never does, and would stall the whole
-            # worker. Everything it sent has been read (it sent nothing in time), so the
-            # connection can be shut at once without losing the answer to a reset.
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        if not keepalive:
+            # After a 408 there is nothing to wait for: everything the client sent was read
+            # (it sent nothing in time), so shutting at once loses no answer to a reset.
+            _shut(sock, linger=0 if arrival.timed_out else LINGER)
         return keepalive
 
     def handle_error(self, req, client, addr, exc):
@@ -131,6 +132,7 @@ class EdgeWorker(ThreadWorker):
         except OSError:
             self.log.debug("request_id=%s the refusal could not be sent", rid)
         self.log.access(answer, req or [], _environ(req, peer), datetime.now() - started)
+        _shut(client, linger=LINGER)
 
 
 def _environ(req, peer: str) -> dict[str, str]:
@@ -173,6 +175,33 @@ class _BodyArrival:
             raise
         finally:
             self._sock.settimeout(None)
+
+
+def _shut(sock, linger: float) -> None:
+    """Shut the connection in the thread that served it, after up to `linger` s for the client.
+
+    gunicorn closes a connection in its worker's main loop, gracefully (RFC 9112, section 9.6):
+    it shuts its side, then reads what the client still sends until it closes too, for up to
+    2 s, so that unread bytes do not make the kernel reset the connection before the client has
+    read the answer. A client that never closes stalls every connection of the worker for that
+    time, and a few of them keep the worker from its heartbeat until the master restarts it.
+    Waiting here holds one thread instead; the connection is then shut both ways, so that the
+    main loop's close has nothing left to wait for. (gunicorn's `util.close_graceful`, which
+    does the same wait, would also close the socket under the main loop, which closes it next.)
+    """
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + linger
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            if not sock.recv(65536):
+                break
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(None)
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _read_to_its_end(body) -> bool:

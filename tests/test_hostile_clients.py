@@ -181,6 +181,31 @@ def test_bodies_that_stall_free_their_threads_within_the_bound(server):
             client.close()
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [b"HELLO\r\n\r\n", request_head("POST", "/plants", {"Content-Length": "25"}) + PLANT],
+    ids=["refused by gunicorn", "refused by the app"],
+)
+def test_clients_that_never_close_after_a_refusal_do_not_stall_the_worker(server, raw):
+    """gunicorn waits for a client to close after it has closed its side: in one thread, not
+    in the worker's main loop, where each would stall every connection (and, past the worker's
+    timeout, have it restarted)."""
+    lingering = [connect(server) for _ in range(4)]
+    try:
+        started = time.monotonic()
+        for client in lingering:
+            client.sendall(raw)
+        for client in lingering:
+            (answer,) = parse_answers(read_until_closed(client))
+            assert answer.headers["connection"] == "close"
+        assert server.request("GET", "/healthz")[0] == 200
+        # gunicorn waits 2 s for each client: one after the other, that would be 8 s.
+        assert time.monotonic() - started < 2
+    finally:
+        for client in lingering:
+            client.close()
+
+
 def test_a_content_length_shorter_than_the_body_is_400(server):
     first, *rest = parse_answers(exchange(server, post(PLANT, **{"Content-Length": "10"})))
     assert (first.status, first.json()["error"]) == (400, 400)
