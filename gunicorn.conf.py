@@ -8,6 +8,7 @@ import os
 
 from plantstore.config import DEFAULT_STORE, Config, ConfigError, env_int
 from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
+from plantstore.worker import DEFAULT_BODY_TIMEOUT
 
 
 def _int(name: str, default: int, minimum: int = 0) -> int:
@@ -36,9 +37,10 @@ wsgi_app = "plantstore.app:create_app()"
 # every core; with the memory store one, since a dict cannot be shared between processes.
 workers = _int("WEB_CONCURRENCY", 1 if _MEMORY else os.cpu_count() or 1, minimum=1)
 
-# Each process serves requests on threads (gthread worker), which overlap waiting for I/O;
-# requests gunicorn refuses itself are answered with the JSON Error body too.
-worker_class = "plantstore.worker.JsonErrorThreadWorker"
+# Each process serves requests on threads (gthread worker), which overlap waiting for I/O.
+# plantstore's gthread worker answers what gunicorn refuses itself with the JSON Error body,
+# and bounds the time a request's body has to arrive (see plantstore/worker.py).
+worker_class = "plantstore.worker.EdgeWorker"
 threads = _int("GUNICORN_THREADS", 8, minimum=1)
 
 # Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.
@@ -57,6 +59,10 @@ graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
 
 # How long an idle keep-alive connection is held open.
 keepalive = _int("GUNICORN_KEEPALIVE", 5)
+
+# Seconds a request's body has to arrive after its head; a body still missing then is 408,
+# and its thread is free. Not a gunicorn setting: post_worker_init hands it to the worker.
+_BODY_TIMEOUT = _int("GUNICORN_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, minimum=1)
 
 # One access-log line per request on stdout; never with the Authorization header.
 accesslog = "-"
@@ -87,3 +93,8 @@ def on_starting(server):
         raise SystemExit(f"plantstore: {ex}") from None
     except StoreUnavailable:
         pass
+
+
+def post_worker_init(worker):
+    """Give the worker the bound on a request body's arrival, which gunicorn has no setting for."""
+    worker.body_timeout = _BODY_TIMEOUT

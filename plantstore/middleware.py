@@ -5,26 +5,33 @@ import re
 from random import getrandbits
 
 import falcon
+from gunicorn.http.errors import NoMoreData, ParseException
 
 #: An incoming X-Request-ID is echoed only when it is this tame: safe in a header and a log line.
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
 
-class RequestId:
-    """Give every answer an `X-Request-ID`: the client's own when sane, else a fresh one.
+def request_id(sent: str | None) -> str:
+    """The id of a request: the client's own `X-Request-ID` when sane, else a fresh one.
 
-    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`). A fresh id
-    needs to be unique, not secret: `random` (which reseeds in every forked worker) makes one in
-    half the time `os.urandom` takes.
+    A fresh id needs to be unique, not secret: `random` (which reseeds in every forked worker)
+    makes one in half the time `os.urandom` takes.
+    """
+    if sent is not None and _SANE_REQUEST_ID.fullmatch(sent):
+        return sent
+    return f"{getrandbits(128):032x}"
+
+
+class RequestId:
+    """Give every answer an `X-Request-ID`, as `request_id` makes it.
+
+    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`).
     """
 
     def process_request(self, req, resp):
         # Read from the WSGI environ: `req.get_header` costs ten times as much for a header
         # that is absent, as it mostly is.
-        request_id = req.env.get("HTTP_X_REQUEST_ID")
-        if request_id is None or not _SANE_REQUEST_ID.fullmatch(request_id):
-            request_id = f"{getrandbits(128):032x}"
-        resp.set_header("X-Request-ID", request_id)
+        resp.set_header("X-Request-ID", request_id(req.env.get("HTTP_X_REQUEST_ID")))
 
 
 class BodyLimit:
@@ -36,6 +43,13 @@ class BodyLimit:
     `wsgi.input_terminated`), it is read here, at most one byte past the limit. And gunicorn
     hands on whatever part of a body came before the client closed: were that part valid JSON,
     an incomplete request (RFC 9112, section 6.3) would be served as a whole one.
+
+    Reading fails when the client breaks the body: gunicorn raises a `ParseException` for a
+    malformed chunk or trailer, `NoMoreData` when the client closes before the last chunk (a
+    `ConnectionError` when it resets the connection), and the worker (`plantstore/worker.py`)
+    `TimeoutError` when the body does not arrive in time. Each is the client's error, 400 or
+    408; the worker then closes the connection, since where the next request would start is
+    unknown.
 
     It runs in `process_resource`, after authentication, so no body is read for a client that
     is not let in, and none for a path that does not exist.
@@ -50,7 +64,7 @@ class BodyLimit:
             return
         if length is not None and length > self._max_bytes:
             raise self._too_large()
-        body = req.stream.read(self._max_bytes + 1 if length is None else length)
+        body = _read(req.stream, self._max_bytes + 1 if length is None else length)
         if len(body) > self._max_bytes:
             raise self._too_large()
         if length is not None and len(body) < length:
@@ -66,3 +80,21 @@ class BodyLimit:
             title="Content Too Large",
             description=f"The body may hold at most {self._max_bytes} bytes.",
         )
+
+
+def _read(stream, size: int) -> bytes:
+    """Read the body; a body the client broke off, garbled or stalled is its error."""
+    try:
+        return stream.read(size)
+    except TimeoutError:
+        raise falcon.HTTPError(
+            falcon.HTTP_408, title="Request Timeout", description="The body did not arrive in time."
+        ) from None
+    except ParseException:
+        raise falcon.HTTPBadRequest(
+            title="Malformed body", description="The chunked body or its trailer is malformed."
+        ) from None
+    except (NoMoreData, ConnectionError):
+        raise falcon.HTTPBadRequest(
+            title="Incomplete body", description="The connection closed before the body's end."
+        ) from None

@@ -7,9 +7,13 @@ from dataclasses import dataclass
 
 @dataclass
 class Answer:
-    status: int
+    status_line: str
     headers: dict[str, str]
     body: bytes
+
+    @property
+    def status(self) -> int:
+        return int(self.status_line.split()[1])
 
     def json(self):
         assert self.headers["content-type"] == "application/json"
@@ -20,6 +24,14 @@ def request_head(method: str, path: str, headers: dict[str, str]) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", "Host: plants.example"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def exchange(port: int, raw: bytes, timeout: float = 10) -> bytes:
+    """Send `raw` to 127.0.0.1:`port`, stop sending, and read until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as client:
+        client.sendall(raw)
+        client.shutdown(socket.SHUT_WR)
+        return read_until_closed(client)
 
 
 def read_until_closed(client: socket.socket) -> bytes:
@@ -43,6 +55,6 @@ def parse_answers(data: bytes) -> list[Answer]:
             headers[name.strip().lower()] = value.strip()
         length = int(headers["content-length"])
         assert len(rest) >= length, f"a body cut short: {data[:200]!r}"
-        answers.append(Answer(int(status_line.split()[1]), headers, rest[:length]))
+        answers.append(Answer(status_line, headers, rest[:length]))
         data = rest[length:]
     return answers

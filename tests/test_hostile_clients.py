@@ -4,9 +4,11 @@ worker lives through them all and serves the next normal request."""
 import http.client
 import json
 import socket
+import time
 
 import pytest
 
+from tests import raw_http
 from tests.gunicorn_server import GunicornServer, server_environ
 from tests.raw_http import parse_answers, read_until_closed, request_head
 
@@ -18,6 +20,10 @@ PLANT = b'{"id": 1, "name": "fern"}'
 OVER_THE_LIMIT = b'{"id": 2, "name": "' + b"x" * 70_000 + b'"}'
 #: How long a client waits for an answer or a close before the test fails.
 PATIENCE = 10
+#: Seconds the server gives a request's body to arrive.
+BODY_TIMEOUT = 2
+#: The server's threads (gunicorn's default GUNICORN_THREADS).
+THREADS = 8
 
 tried = []
 
@@ -25,7 +31,12 @@ tried = []
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, note_figure):
     running = GunicornServer(
-        server_environ(PLANTSTORE_TOKENS=TOKEN, GUNICORN_KEEPALIVE="2", GUNICORN_TIMEOUT="5"),
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN,
+            GUNICORN_KEEPALIVE="2",
+            GUNICORN_TIMEOUT="5",
+            GUNICORN_BODY_TIMEOUT=str(BODY_TIMEOUT),
+        ),
         log_dir=tmp_path_factory.mktemp("logs"),
     )
     assert running.request("GET", "/healthz")[0] == 200
@@ -54,10 +65,7 @@ def connect(server) -> socket.socket:
 
 def exchange(server, raw: bytes) -> bytes:
     """Send `raw`, stop sending, and read until the server closes."""
-    with connect(server) as client:
-        client.sendall(raw)
-        client.shutdown(socket.SHUT_WR)
-        return read_until_closed(client)
+    return raw_http.exchange(server.port, raw, timeout=PATIENCE)
 
 
 def post(body: bytes, **headers: str) -> bytes:
@@ -98,6 +106,104 @@ def test_a_chunked_body_within_the_limit_is_served(server):
         exchange(server, post(chunked(PLANT, size=7), **{"Transfer-Encoding": "chunked"}))
     )
     assert (answer.status, answer.json()) == (200, {"name": "fern"})
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"g\r\n{}\r\n0\r\n\r\n",
+        b" 19\r\n" + PLANT + b"\r\n0\r\n\r\n",
+        b"0x19\r\n" + PLANT + b"\r\n0\r\n\r\n",
+        b"-1\r\n" + PLANT + b"\r\n0\r\n\r\n",
+        b"19\r\n" + PLANT + b"XX0\r\n\r\n",
+        b"19\r\n" + PLANT + b"\r\n0\r\nno colon here\r\n\r\n",
+        b"19\r\n" + PLANT + b"\r\n0\r\nContent-Length: 25\r\n\r\n",
+    ],
+    ids=[
+        "a size that is no hex",
+        "a space before the size",
+        "a size written 0x",
+        "a negative size",
+        "data not followed by CRLF",
+        "a bad trailer",
+        "Content-Length in the trailer",
+    ],
+)
+def test_a_malformed_chunked_body_is_400_and_the_connection_closes(server, body):
+    raw = post(body, **{"Transfer-Encoding": "chunked"}) + post(PLANT, **{"Content-Length": "25"})
+    (answer,) = parse_answers(exchange(server, raw))
+    assert (answer.status, answer.json()) == (
+        400,
+        {"error": 400, "message": "The chunked body or its trailer is malformed."},
+    )
+    assert answer.headers["connection"] == "close"
+
+
+def test_a_client_that_closes_mid_body_is_400(server):
+    raw = post(b"19\r\n" + PLANT[:10], **{"Transfer-Encoding": "chunked"})
+    (answer,) = parse_answers(exchange(server, raw))
+    assert (answer.status, answer.json()) == (
+        400,
+        {"error": 400, "message": "The connection closed before the body's end."},
+    )
+    assert answer.headers["connection"] == "close"
+
+
+STALLED_BODIES = [
+    b"19\n" + PLANT + b"\n0\n\n",
+    b"ffffff\r\n" + PLANT,
+    b"19\r\n" + PLANT[:10],
+]
+
+
+def test_bodies_that_stall_free_their_threads_within_the_bound(server):
+    """More clients stalled in their bodies than threads, and they never close: each gets 408
+    once its body's time is up, and a normal request is served meanwhile, within the bound."""
+    stalled = [connect(server) for _ in range(THREADS + 4)]
+    try:
+        for number, client in enumerate(stalled):
+            body = STALLED_BODIES[number % len(STALLED_BODIES)]
+            client.sendall(post(body, **{"Transfer-Encoding": "chunked"}))
+        started = time.monotonic()
+        status, _, _ = server.request("GET", "/healthz")
+        assert status == 200
+        assert time.monotonic() - started < BODY_TIMEOUT + 1
+        for client in stalled:
+            (answer,) = parse_answers(read_until_closed(client))
+            assert (answer.status, answer.json()["error"]) == (408, 408)
+            assert answer.headers["connection"] == "close"
+        # They still have not closed: the worker must not wait for them to, before it serves.
+        started = time.monotonic()
+        assert server.request("GET", "/healthz")[0] == 200
+        assert time.monotonic() - started < BODY_TIMEOUT
+    finally:
+        for client in stalled:
+            client.close()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"HELLO\r\n\r\n", request_head("POST", "/plants", {"Content-Length": "25"}) + PLANT],
+    ids=["refused by gunicorn", "refused by the app"],
+)
+def test_clients_that_never_close_after_a_refusal_do_not_stall_the_worker(server, raw):
+    """gunicorn waits for a client to close after it has closed its side: in one thread, not
+    in the worker's main loop, where each would stall every connection (and, past the worker's
+    timeout, have it restarted)."""
+    lingering = [connect(server) for _ in range(4)]
+    try:
+        started = time.monotonic()
+        for client in lingering:
+            client.sendall(raw)
+        for client in lingering:
+            (answer,) = parse_answers(read_until_closed(client))
+            assert answer.headers["connection"] == "close"
+        assert server.request("GET", "/healthz")[0] == 200
+        # gunicorn waits 2 s for each client: one after the other, that would be 8 s.
+        assert time.monotonic() - started < 2
+    finally:
+        for client in lingering:
+            client.close()
 
 
 def test_a_content_length_shorter_than_the_body_is_400(server):
