@@ -96,8 +96,8 @@ def _read_store(environ: Mapping[str, str]) -> str:
             import psycopg_pool  # noqa: F401
         except ImportError:
             raise ConfigError(
-                "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: "
-                "pip install 'plantstore[postgres]'"
+                "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's "
+                "root, pip install -e '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
             ) from None
     if kind:
         return url

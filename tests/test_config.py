@@ -102,7 +102,14 @@ def test_any_other_store_is_refused_with_the_accepted_forms_and_not_echoed(url):
     )
 
 
-def test_postgresql_without_psycopg_is_refused_naming_the_extra(monkeypatch):
+def test_postgresql_without_psycopg_is_refused_naming_installs_that_work_from_a_checkout(
+    monkeypatch,
+):
+    """`plantstore[postgres]` would be looked up on the package index, not in the checkout."""
     monkeypatch.setitem(sys.modules, "psycopg_pool", None)
-    with pytest.raises(ConfigError, match=r"plantstore\[postgres\]"):
+    with pytest.raises(ConfigError) as caught:
         Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": "postgresql:///plants"})
+    assert str(caught.value) == (
+        "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's root, "
+        "pip install -e '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
+    )
