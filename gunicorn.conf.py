@@ -6,57 +6,59 @@ Every setting can be changed from the environment; a flag on the command line (`
 
 import os
 
-from plantstore.config import DEFAULT_STORE, Config, ConfigError, env_int
+from plantstore import run_token
+from plantstore.config import DEFAULT_STORE, Config, ConfigError, check_port, env_int
 from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
 
 
-def _int(name: str, default: int, minimum: int = 0) -> int:
-    """Read a setting from the environment; a bad value stops the start with one clear line."""
+def _read(read, *args):
+    """Read settings with `read` from the environment; a bad value stops the start in one line.
+
+    Every variable is read through here, in the master, before gunicorn uses any of them.
+    """
     try:
-        return env_int(os.environ, name, default, minimum)
+        return read(os.environ, *args)
     except ConfigError as ex:
         raise SystemExit(f"plantstore: {ex}") from None
 
 
-# Read the configuration once here, in the master: a bad value stops the start with one clear
-# line, and a token made up for want of one is made once and inherited by every worker.
-try:
-    _config = Config.from_env()
-except ConfigError as ex:
-    raise SystemExit(f"plantstore: {ex}") from None
+# The app's settings, read once here to stop a bad start early; each worker reads them again.
+_config = _read(Config.from_env)
 _MEMORY = _config.store_url == DEFAULT_STORE
 
 # The app factory, called in each worker after it forks (the app is not preloaded), so each
 # worker opens its own database connections.
 wsgi_app = "plantstore.app:create_app()"
 
-# bind is left to gunicorn: 127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set.
+# bind is left to gunicorn: 127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set (checked here,
+# since gunicorn would only find a bad one when it binds).
+_read(check_port)
 
 # With a shared store (SQLite, PostgreSQL), one worker process per core, so Python runs on
 # every core; with the memory store one, since a dict cannot be shared between processes.
-workers = _int("WEB_CONCURRENCY", 1 if _MEMORY else os.cpu_count() or 1, minimum=1)
+workers = _read(env_int, "WEB_CONCURRENCY", 1 if _MEMORY else os.cpu_count() or 1, 1)
 
 # Each process serves requests on threads (gthread worker), which overlap waiting for I/O;
 # requests gunicorn refuses itself are answered with the JSON Error body too.
 worker_class = "plantstore.worker.JsonErrorThreadWorker"
-threads = _int("GUNICORN_THREADS", 8, minimum=1)
+threads = _read(env_int, "GUNICORN_THREADS", 8, 1)
 
 # Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.
 forwarded_allow_ips = ",".join(_config.forwarded_allow_ips)
 
 # Bounds on the request line and headers; a request over them is refused before the app.
-limit_request_line = _int("GUNICORN_LIMIT_REQUEST_LINE", 4094)
-limit_request_fields = _int("GUNICORN_LIMIT_REQUEST_FIELDS", 100)
-limit_request_field_size = _int("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", 8190)
+limit_request_line = _read(env_int, "GUNICORN_LIMIT_REQUEST_LINE", 4094)
+limit_request_fields = _read(env_int, "GUNICORN_LIMIT_REQUEST_FIELDS", 100)
+limit_request_field_size = _read(env_int, "GUNICORN_LIMIT_REQUEST_FIELD_SIZE", 8190)
 
 # A worker silent this long is restarted (a heartbeat, not a per-request timeout).
-timeout = _int("GUNICORN_TIMEOUT", 30, minimum=1)
+timeout = _read(env_int, "GUNICORN_TIMEOUT", 30, 1)
 
 # On SIGTERM, requests in flight get this long to finish.
-graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
+graceful_timeout = _read(env_int, "GUNICORN_GRACEFUL_TIMEOUT", 30)
 
 # How long an idle keep-alive connection is held open.
-keepalive = _int("GUNICORN_KEEPALIVE", 5)
+keepalive = _read(env_int, "GUNICORN_KEEPALIVE", 5)
 
 # One access-log line per request on stdout; never with the Authorization header.
 accesslog = "-"
@@ -70,11 +72,15 @@ control_socket_disable = True
 
 
 def on_starting(server):
-    """Check what would make every worker fail, before any starts.
+    """Check what would make every worker fail, before any starts; make a token if none is set.
 
     The memory store takes one worker: each would keep its own dict. A database store brings
     its schema up to date here, so that a database newer than this code stops the start with
     one line. One that cannot be reached now is left to the workers, which serve once it can.
+
+    With no token configured the service does not run open: one is made here, once, into a
+    file only this user can read, and the workers (forked from here) read that file. The log
+    names the file, never the token.
     """
     if _MEMORY and server.cfg.workers > 1:
         raise SystemExit(
@@ -87,3 +93,16 @@ def on_starting(server):
         raise SystemExit(f"plantstore: {ex}") from None
     except StoreUnavailable:
         pass
+    if not _config.tokens:
+        path = run_token.make()
+        os.environ["PLANTSTORE_TOKENS_FILE"] = str(path)
+        server.log.info(
+            "plantstore: no token configured; this run accepts the one in %s (readable only by "
+            "this user); set PLANTSTORE_TOKENS or PLANTSTORE_TOKENS_FILE to choose your own",
+            path,
+        )
+
+
+def on_exit(server):
+    """Remove a token file made at the start: its token ends with the run."""
+    run_token.remove()

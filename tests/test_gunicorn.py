@@ -5,7 +5,9 @@ import json
 import os
 import re
 import socket
+import stat
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -98,11 +100,15 @@ def test_the_access_log_has_a_line_per_request_and_no_token(server):
     assert TOKEN not in stdout + stderr
 
 
-def test_with_no_token_configured_one_is_made_and_announced_once():
-    server = GunicornServer(server_environ())
-    notice = server.read_stderr_line()
-    token = re.search(r"Authorization: Bearer (\S+)", notice).group(1)
+def test_with_no_token_configured_one_is_made_into_a_private_file_that_the_log_names(tmp_path):
+    """The token itself never reaches the console: under a service manager that is the log."""
+    server = GunicornServer(server_environ(TMPDIR=str(tmp_path)))
     try:
+        token_file = Path(server.wait_for_stderr(r"accepts the one in (\S+)").group(1))
+        assert token_file.parent == tmp_path
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        assert len(token) >= 32
         plant = json.dumps({"id": 1, "name": "fern"})
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         assert server.request("POST", "/plants", plant, headers)[0] == 200
@@ -110,13 +116,14 @@ def test_with_no_token_configured_one_is_made_and_announced_once():
     finally:
         stdout, stderr = server.stop()
     assert token not in stdout + stderr
+    assert not token_file.exists()
 
 
 def run_gunicorn(*args, **environ):
     return subprocess.run(
         [*GUNICORN, *args],
         cwd=ROOT,
-        env=server_environ(PLANTSTORE_TOKENS=TOKEN, **environ),
+        env=server_environ(**{"PLANTSTORE_TOKENS": TOKEN, **environ}),
         capture_output=True,
         text=True,
         timeout=60,
@@ -133,17 +140,126 @@ def test_more_than_one_worker_with_the_memory_store_is_refused():
     assert "one worker" in result.stderr
 
 
+WHOLE = "must be a whole number"
+
+#: For every variable in the README's configuration table, a bad value and the one line that
+#: refuses it ({tmp} is the test's directory).
+BAD_SETTINGS = {
+    "PLANTSTORE_TOKENS": (
+        "tok,not a token",
+        "PLANTSTORE_TOKENS must list tokens of printable ASCII without spaces, separated by commas",
+    ),
+    "PLANTSTORE_TOKENS_FILE": (
+        "{tmp}/missing",
+        "PLANTSTORE_TOKENS_FILE cannot be read: {tmp}/missing: No such file or directory",
+    ),
+    "PLANTSTORE_MAX_BODY_BYTES": ("0", f"PLANTSTORE_MAX_BODY_BYTES {WHOLE} of at least 1, not '0'"),
+    "PLANTSTORE_STORE": (
+        "sqlite:///{tmp}/missing/plants.db",
+        "PLANTSTORE_STORE names a SQLite file in {tmp}/missing, which is not a directory: "
+        "make it first",
+    ),
+    "PORT": ("99999", f"PORT {WHOLE} from 1 to 65535, not '99999'"),
+    "WEB_CONCURRENCY": ("0", f"WEB_CONCURRENCY {WHOLE} of at least 1, not '0'"),
+    "GUNICORN_THREADS": ("lots", f"GUNICORN_THREADS {WHOLE} of at least 1, not 'lots'"),
+    "GUNICORN_LIMIT_REQUEST_LINE": (
+        "-1",
+        f"GUNICORN_LIMIT_REQUEST_LINE {WHOLE} of at least 0, not '-1'",
+    ),
+    "GUNICORN_LIMIT_REQUEST_FIELDS": (
+        "x",
+        f"GUNICORN_LIMIT_REQUEST_FIELDS {WHOLE} of at least 0, not 'x'",
+    ),
+    "GUNICORN_LIMIT_REQUEST_FIELD_SIZE": (
+        "1.5",
+        f"GUNICORN_LIMIT_REQUEST_FIELD_SIZE {WHOLE} of at least 0, not '1.5'",
+    ),
+    "GUNICORN_TIMEOUT": ("0", f"GUNICORN_TIMEOUT {WHOLE} of at least 1, not '0'"),
+    "GUNICORN_GRACEFUL_TIMEOUT": (
+        "soon",
+        f"GUNICORN_GRACEFUL_TIMEOUT {WHOLE} of at least 0, not 'soon'",
+    ),
+    "GUNICORN_KEEPALIVE": ("-5", f"GUNICORN_KEEPALIVE {WHOLE} of at least 0, not '-5'"),
+}
+
+#: Read and checked by gunicorn itself before gunicorn.conf.py runs: its own words.
+READ_BY_GUNICORN_FIRST = {
+    "FORWARDED_ALLOW_IPS": (
+        "proxy.local",
+        "Error: 'proxy.local' does not appear to be an IPv4 or IPv6 network",
+    ),
+    "WEB_CONCURRENCY": ("-1", "Error: Value must be positive: -1"),
+}
+
+
+def readme_variables() -> set[str]:
+    readme = (ROOT / "README.md").read_text()
+    return set(re.findall(r"^\| `([A-Z_]+)` \|", readme, flags=re.MULTILINE))
+
+
+def test_every_variable_in_the_readme_has_a_bad_value_tried_below():
+    assert readme_variables() == set(BAD_SETTINGS) | set(READ_BY_GUNICORN_FIRST)
+
+
+def start_gunicorn(tmp_path, **environ):
+    """Start the real server as a user would (no --check-config), on a port of its own."""
+    bind = () if "PORT" in environ else ("--bind=127.0.0.1:0",)
+    return run_gunicorn(*bind, TMPDIR=str(tmp_path), **environ)
+
+
 @pytest.mark.parametrize(
-    ("name", "complaint"),
+    ("name", "value", "line"), [(n, *v) for n, v in BAD_SETTINGS.items()], ids=list(BAD_SETTINGS)
+)
+def test_a_bad_setting_stops_the_start_with_one_line_naming_it(tmp_path, name, value, line):
+    result = start_gunicorn(tmp_path, **{name: value.format(tmp=tmp_path)})
+    assert result.returncode != 0
+    assert result.stderr.strip() == f"plantstore: {line.format(tmp=tmp_path)}"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "line"),
     [
-        ("PLANTSTORE_MAX_BODY_BYTES", "must be a whole number"),
-        ("GUNICORN_THREADS", "must be a whole number"),
+        ("PORT", "abc", f"PORT {WHOLE} from 1 to 65535, not 'abc'"),
+        ("PORT", "", f"PORT {WHOLE} from 1 to 65535, not ''"),
+        ("PLANTSTORE_TOKENS", " , ", "PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token"),
     ],
 )
-def test_a_bad_setting_stops_the_start_with_one_line_naming_it(name, complaint):
-    result = run_gunicorn("--check-config", **{name: "lots"})
+def test_other_bad_values_stop_the_start_with_one_line_too(tmp_path, name, value, line):
+    result = start_gunicorn(tmp_path, **{name: value})
     assert result.returncode != 0
-    assert result.stderr.strip() == f"plantstore: {name} {complaint}, not 'lots'"
+    assert result.stderr.strip() == f"plantstore: {line}"
+
+
+def test_a_bad_line_in_the_tokens_file_stops_the_start_naming_the_file_and_line(tmp_path):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("# robots\nrobot-1\nsecret token\n")
+    result = start_gunicorn(tmp_path, PLANTSTORE_TOKENS_FILE=str(tokens_file))
+    assert result.returncode != 0
+    assert result.stderr.strip() == (
+        "plantstore: PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without "
+        f"spaces a line (or a # comment): {tokens_file}, line 3, does not"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [(n, *v) for n, v in READ_BY_GUNICORN_FIRST.items()],
+    ids=list(READ_BY_GUNICORN_FIRST),
+)
+def test_what_gunicorn_reads_before_this_project_stops_the_start_in_its_words(
+    tmp_path, name, value, words
+):
+    result = start_gunicorn(tmp_path, **{name: value})
+    assert result.returncode != 0
+    assert result.stderr.strip() == words
+
+
+def test_a_worker_count_that_is_not_a_number_stops_the_start_in_gunicorns_traceback(tmp_path):
+    result = start_gunicorn(tmp_path, WEB_CONCURRENCY="abc")
+    assert result.returncode != 0
+    assert result.stderr.strip().endswith(
+        "ValueError: invalid literal for int() with base 10: 'abc'"
+    )
 
 
 def test_an_unknown_store_stops_the_start_with_one_line_naming_it():
