@@ -8,6 +8,7 @@ import os
 
 from plantstore import run_token
 from plantstore.config import DEFAULT_STORE, Config, ConfigError, check_port, env_int
+from plantstore.logs import LOG_CONFIG, current_request_id
 from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
 
 
@@ -66,6 +67,10 @@ access_log_format = (
     '%(h)s request_id=%({x-request-id}o)s "%(m)s %(U)s" status=%(s)s duration_us=%(D)s'
 )
 
+# Every line of the error log (stderr) in one format, with the id of the request it concerns:
+# gunicorn's, Falcon's and every library's (see plantstore/logs.py).
+logconfig_dict = LOG_CONFIG
+
 # gunicorn's control socket is one path per user: several servers on a machine would fight over
 # it, and nothing here uses it.
 control_socket_disable = True
@@ -101,6 +106,11 @@ def on_starting(server):
             "this user); set PLANTSTORE_TOKENS or PLANTSTORE_TOKENS_FILE to choose your own",
             path,
         )
+
+
+def post_request(worker, req, environ, resp):
+    """The request is done: what this thread logs next concerns no request, until the next one."""
+    current_request_id.set("-")
 
 
 def on_exit(server):

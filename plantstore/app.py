@@ -9,6 +9,7 @@ from marshmallow import ValidationError
 from plantstore.auth import BearerAuth
 from plantstore.config import Config
 from plantstore.errors import handle_store_unavailable, handle_validation_error, serialize_error
+from plantstore.logs import Request
 from plantstore.middleware import BodyLimit, RequestId
 from plantstore.openapi import OpenApiDocument
 from plantstore.proxy import ForwardedClient
@@ -29,12 +30,13 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
         atexit.register(store.close)
 
     app = falcon.App(
+        request_type=Request,
         middleware=[
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),
             BearerAuth(config.tokens),
             BodyLimit(config.max_body_bytes),
-        ]
+        ],
     )
     # Only JSON is accepted (anything else is 415), read and written by orjson: fast, and it
     # turns deep nesting, NaN and invalid UTF-8 into a 400 where the stdlib would not.

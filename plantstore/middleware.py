@@ -6,6 +6,8 @@ from random import getrandbits
 
 import falcon
 
+from plantstore.logs import current_request_id
+
 #: An incoming X-Request-ID is echoed only when it is this tame: safe in a header and a log line.
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
@@ -13,7 +15,8 @@ _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 class RequestId:
     """Give every answer an `X-Request-ID`: the client's own when sane, else a fresh one.
 
-    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`). A fresh id
+    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`), and the error
+    log from `current_request_id`, for the lines logged while the request is served. A fresh id
     needs to be unique, not secret: `random` (which reseeds in every forked worker) makes one in
     half the time `os.urandom` takes.
     """
@@ -25,6 +28,7 @@ class RequestId:
         if request_id is None or not _SANE_REQUEST_ID.fullmatch(request_id):
             request_id = f"{getrandbits(128):032x}"
         resp.set_header("X-Request-ID", request_id)
+        current_request_id.set(request_id)
 
 
 class BodyLimit:

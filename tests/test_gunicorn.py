@@ -299,3 +299,34 @@ def test_what_gunicorn_refuses_itself_is_answered_with_an_error_body(server, raw
         body = json.loads(response.read())
     assert body["error"] == status
     assert body["message"]
+
+
+#: A line of the error log: time, process, request id, logger, level, message.
+ERROR_LOG_LINE = re.compile(
+    r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\] \[\d+\] request_id=(\S+) \[[\w.]+\] "
+    r"\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] .*"
+)
+
+
+def test_every_line_of_the_error_log_has_one_format_and_a_503s_cause_its_request_id():
+    """Nothing listens on port 1: the pool's attempts are logged, and the request waits for a
+    connection in vain, so its cause is logged too."""
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE="postgresql://plantstore@127.0.0.1:1/plants"
+        )
+    )
+    try:
+        plant = json.dumps({"id": 1, "name": "fern"})
+        status, _, _ = server.request("POST", "/plants", plant, {**AUTH, "X-Request-ID": "trace-7"})
+    finally:
+        stdout, stderr = server.stop()
+    assert status == 503
+    assert 'request_id=trace-7 "POST /plants" status=503' in stdout
+    lines = stderr.splitlines()
+    assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
+    causes = [line for line in lines if "store unavailable" in line]
+    assert causes
+    assert all(ERROR_LOG_LINE.fullmatch(line).group(1) == "trace-7" for line in causes)
+    assert any("[psycopg.pool] [WARNING]" in line for line in lines)
+    assert TOKEN not in stdout + stderr
