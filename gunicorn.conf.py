@@ -108,6 +108,20 @@ def on_starting(server):
         )
 
 
+def post_fork(server, worker):
+    """Warn when a memory-store worker replaces an earlier one: it starts with no plants.
+
+    The master counts the workers it forks (`worker.age`); a second one, after SIGHUP or a
+    worker that died or stopped answering, has lost every plant the first one kept, while
+    the service answers on, so an id can then take other content.
+    """
+    if _MEMORY and worker.age > 1:
+        server.log.warning(
+            "plantstore: this worker starts with an empty memory store: the plants kept by "
+            "the worker before it are gone"
+        )
+
+
 def post_request(worker, req, environ, resp):
     """The request is done: what this thread logs next concerns no request, until the next one."""
     current_request_id.set("-")

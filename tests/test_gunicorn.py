@@ -4,6 +4,7 @@ import http.client
 import json
 import os
 import re
+import signal
 import socket
 import stat
 import subprocess
@@ -330,3 +331,44 @@ def test_every_line_of_the_error_log_has_one_format_and_a_503s_cause_its_request
     assert all(ERROR_LOG_LINE.fullmatch(line).group(1) == "trace-7" for line in causes)
     assert any("[psycopg.pool] [WARNING]" in line for line in lines)
     assert TOKEN not in stdout + stderr
+
+
+def test_sighup_rereads_the_tokens_file_and_a_memory_store_worker_warns_it_starts_empty(
+    tmp_path,
+):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("old-token\n")
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS_FILE=str(tokens_file)))
+    try:
+        plant = json.dumps({"id": 1, "name": "fern"})
+        old = {**AUTH, "Authorization": "Bearer old-token"}
+        new = {**AUTH, "Authorization": "Bearer new-token"}
+        assert server.request("POST", "/plants", plant, old)[0] == 200
+        (first_worker,) = server.worker_pids()
+        tokens_file.write_text("new-token\n")
+
+        os.kill(server.pid, signal.SIGHUP)
+        warning = server.wait_for_stderr(r".*starts with an empty memory store.*")
+        server.wait_for_stderr(rf"Worker exiting \(pid: {first_worker}\)")
+
+        assert server.request("GET", "/plants/1", headers=old)[0] == 401
+        assert server.request("GET", "/plants/1", headers=new)[0] == 404
+    finally:
+        _, stderr = server.stop()
+    assert ERROR_LOG_LINE.fullmatch(warning.group(0)).group(2) == "WARNING"
+    assert stderr.count("starts with an empty memory store") == 1
+
+
+def test_a_memory_store_worker_restarted_by_the_master_warns_it_starts_empty():
+    """The plant the killed worker kept is gone: its id takes other content."""
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS=TOKEN))
+    try:
+        fern, rose = (json.dumps({"id": 1, "name": name}) for name in ("fern", "rose"))
+        assert server.request("POST", "/plants", fern, AUTH)[0] == 200
+        (first_worker,) = server.worker_pids()
+        os.kill(first_worker, signal.SIGKILL)
+        server.wait_for_stderr(r"\[WARNING\] plantstore: this worker starts with an empty memory")
+        assert server.request("POST", "/plants", rose, AUTH)[0] == 200
+    finally:
+        _, stderr = server.stop()
+    assert stderr.count("starts with an empty memory store") == 1
