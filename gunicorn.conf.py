@@ -15,7 +15,9 @@ from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
 def _read(read, *args):
     """Read settings with `read` from the environment; a bad value stops the start in one line.
 
-    Every variable is read through here, in the master, before gunicorn uses any of them.
+    Every variable of the README's table is read through here, in the master, before gunicorn
+    uses it; but gunicorn reads WEB_CONCURRENCY and FORWARDED_ALLOW_IPS itself, and refuses a
+    value it cannot parse in its own words, before this file runs.
     """
     try:
         return read(os.environ, *args)

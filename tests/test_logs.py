@@ -7,6 +7,7 @@ import re
 import pytest
 
 from plantstore.logs import LineFormatter, RequestIdFilter, current_request_id
+from plantstore.stores import StoreUnavailable
 
 
 @pytest.fixture
@@ -43,11 +44,32 @@ def test_a_500s_traceback_carries_the_request_id_on_every_line(
     assert lines[-1].endswith("RuntimeError: secret internal detail")
 
 
-def test_a_module_logger_outside_a_request_says_so(error_log):
+def test_a_module_loggers_lines_in_a_request_carry_its_id(client, store, monkeypatch, error_log):
+    """As a store module's `logging.getLogger(__name__)` would log why it cannot serve."""
+
+    def failing(plant_id, plant):
+        logging.getLogger("plantstore.stores.sqlite").warning("first line\nsecond line")
+        raise StoreUnavailable("database is locked")
+
+    monkeypatch.setattr(store, "add", failing)
+    result = client.simulate_post(
+        "/plants", json={"id": 1, "name": "fern"}, headers={"X-Request-ID": "trace-503"}
+    )
+    assert result.status_code == 503
+    prefix = PREFIX.format("trace-503", r"plantstore\.stores\.sqlite", "WARNING")
+    cause = PREFIX.format("trace-503", "falcon", "ERROR")
+    assert re.fullmatch(
+        f"{prefix}first line\n{prefix}second line\n{cause}POST /plants: .*database is locked\n",
+        error_log.getvalue(),
+    )
+
+
+def test_a_line_outside_any_request_says_so(error_log):
     token = current_request_id.set("-")
     try:
-        logging.getLogger("plantstore.stores.sqlite").warning("first line\nsecond line")
+        logging.getLogger("psycopg.pool").warning("error connecting")
     finally:
         current_request_id.reset(token)
-    prefix = PREFIX.format("-", r"plantstore\.stores\.sqlite", "WARNING")
-    assert re.fullmatch(f"{prefix}first line\n{prefix}second line\n", error_log.getvalue())
+    assert re.fullmatch(
+        PREFIX.format("-", r"psycopg\.pool", "WARNING") + "error connecting\n", error_log.getvalue()
+    )
