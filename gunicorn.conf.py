@@ -8,7 +8,7 @@ import os
 
 from plantstore import run_token
 from plantstore.config import DEFAULT_STORE, Config, ConfigError, check_port, env_int
-from plantstore.logs import LOG_CONFIG, current_request_id
+from plantstore.logs import current_request_id
 from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
 
 
@@ -71,7 +71,7 @@ access_log_format = (
 
 # Every line of the error log (stderr) in one format, with the id of the request it concerns:
 # gunicorn's, Falcon's and every library's (see plantstore/logs.py).
-logconfig_dict = LOG_CONFIG
+logger_class = "plantstore.logs.Logger"
 
 # gunicorn's control socket is one path per user: several servers on a machine would fight over
 # it, and nothing here uses it.

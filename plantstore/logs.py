@@ -1,9 +1,9 @@
 """The error log: one format for every line, and the request id on each line of a request's.
 
-gunicorn's `logconfig_dict` setting (`LOG_CONFIG`) configures Python's logging in the master
-and the workers: gunicorn's own error logger, Falcon's `req.log_error` (through `Request`) and
-every library's or module's logger (`logging.getLogger(__name__)`) all reach one handler on
-stderr, which writes each line as
+gunicorn's `logger_class` setting (`Logger`) sets up Python's logging in the master and the
+workers: gunicorn's own error logger, Falcon's `req.log_error` (through `Request`) and every
+library's or module's logger (`logging.getLogger(__name__)`) all reach gunicorn's error-log
+handler (stderr, or `--error-logfile`), which writes each line as
 
     [2026-11-23 16:32:17 +0000] [4242] request_id=5c21...896b [falcon] [ERROR] POST /plants: ...
 
@@ -17,6 +17,7 @@ import logging
 from contextvars import ContextVar
 
 import falcon
+from gunicorn import glogging
 
 #: The id of the request this thread serves: set by `plantstore.middleware.RequestId`, and
 #: put back to `-` by gunicorn's `post_request` hook once the request is done.
@@ -24,26 +25,6 @@ current_request_id: ContextVar[str] = ContextVar("current_request_id", default="
 
 PREFIX = "%(asctime)s [%(process)d] request_id=%(request_id)s [%(name)s] [%(levelname)s] "
 DATE_FORMAT = "[%Y-%m-%d %H:%M:%S %z]"
-
-LOG_CONFIG = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "plantstore.logs.RequestIdFilter"}},
-    "formatters": {"lines": {"()": "plantstore.logs.LineFormatter"}},
-    "handlers": {
-        "error_log": {
-            "class": "logging.StreamHandler",
-            "stream": "ext://sys.stderr",
-            "formatter": "lines",
-            "filters": ["request_id"],
-        }
-    },
-    "root": {"level": "INFO", "handlers": ["error_log"]},
-    # gunicorn's error logger hands its lines to the root's handler. Its level is left to
-    # gunicorn's `loglevel`; its access logger is not named, so it keeps gunicorn's own
-    # handler and format (`accesslog`, `access_log_format`).
-    "loggers": {"gunicorn.error": {"handlers": [], "propagate": True}},
-}
 
 _falcon_log = logging.getLogger("falcon")
 
@@ -54,6 +35,9 @@ class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = current_request_id.get()
         return True
+
+
+_REQUEST_ID_FILTER = RequestIdFilter()
 
 
 class LineFormatter(logging.Formatter):
@@ -68,6 +52,24 @@ class LineFormatter(logging.Formatter):
             return first
         prefix = PREFIX % vars(record)
         return "\n".join([first, *(prefix + line for line in rest)])
+
+
+class Logger(glogging.Logger):
+    """gunicorn's logger, whose error log takes every logger's lines, in one format.
+
+    gunicorn makes the error log's handler from its settings (`errorlog`, `loglevel`) and
+    reopens it on SIGUSR1; this gives it the format and the request id, and hands it the root
+    logger's lines too. gunicorn calls `setup` again on SIGHUP, with a new handler.
+    """
+
+    def setup(self, cfg) -> None:
+        super().setup(cfg)
+        for handler in self.error_log.handlers:
+            handler.setFormatter(LineFormatter())
+            handler.addFilter(_REQUEST_ID_FILTER)
+        root = logging.getLogger()
+        root.handlers = list(self.error_log.handlers)
+        root.setLevel(self.loglevel)
 
 
 class Request(falcon.Request):

@@ -372,3 +372,16 @@ def test_a_memory_store_worker_restarted_by_the_master_warns_it_starts_empty():
     finally:
         _, stderr = server.stop()
     assert stderr.count("starts with an empty memory store") == 1
+
+
+def test_the_error_log_keeps_its_format_in_a_file_named_by_the_error_logfile_flag(tmp_path):
+    error_log = tmp_path / "error.log"
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS=TOKEN), f"--error-logfile={error_log}")
+    try:
+        assert server.request("GET", "/healthz")[0] == 200
+    finally:
+        _, stderr = server.stop()
+    assert stderr == ""
+    lines = error_log.read_text().splitlines()
+    assert any("[INFO] Booting worker" in line for line in lines)
+    assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
