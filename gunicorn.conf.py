@@ -6,63 +6,68 @@ Every setting can be changed from the environment; a flag on the command line (`
 
 import os
 
-from plantstore.config import DEFAULT_STORE, Config, ConfigError, env_int
+from plantstore import run_token
+from plantstore.config import DEFAULT_STORE, Config, ConfigError, check_port, env_int
+from plantstore.logs import current_request_id
 from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
 from plantstore.worker import DEFAULT_BODY_TIMEOUT
 
 
-def _int(name: str, default: int, minimum: int = 0) -> int:
-    """Read a setting from the environment; a bad value stops the start with one clear line."""
+def _read(read, *args):
+    """Read settings with `read` from the environment; a bad value stops the start in one line.
+
+    Every variable of the README's table is read through here, in the master, before gunicorn
+    uses it; but gunicorn reads WEB_CONCURRENCY and FORWARDED_ALLOW_IPS itself, and refuses a
+    value it cannot parse in its own words, before this file runs.
+    """
     try:
-        return env_int(os.environ, name, default, minimum)
+        return read(os.environ, *args)
     except ConfigError as ex:
         raise SystemExit(f"plantstore: {ex}") from None
 
 
-# Read the configuration once here, in the master: a bad value stops the start with one clear
-# line, and a token made up for want of one is made once and inherited by every worker.
-try:
-    _config = Config.from_env()
-except ConfigError as ex:
-    raise SystemExit(f"plantstore: {ex}") from None
+# The app's settings, read once here to stop a bad start early; each worker reads them again.
+_config = _read(Config.from_env)
 _MEMORY = _config.store_url == DEFAULT_STORE
 
 # The app factory, called in each worker after it forks (the app is not preloaded), so each
 # worker opens its own database connections.
 wsgi_app = "plantstore.app:create_app()"
 
-# bind is left to gunicorn: 127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set.
+# bind is left to gunicorn: 127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set (checked here,
+# since gunicorn would only find a bad one when it binds).
+_read(check_port)
 
 # With a shared store (SQLite, PostgreSQL), one worker process per core, so Python runs on
 # every core; with the memory store one, since a dict cannot be shared between processes.
-workers = _int("WEB_CONCURRENCY", 1 if _MEMORY else os.cpu_count() or 1, minimum=1)
+workers = _read(env_int, "WEB_CONCURRENCY", 1 if _MEMORY else os.cpu_count() or 1, 1)
 
 # Each process serves requests on threads (gthread worker), which overlap waiting for I/O.
 # plantstore's gthread worker answers what gunicorn refuses itself with the JSON Error body,
 # and bounds the time a request's body has to arrive (see plantstore/worker.py).
 worker_class = "plantstore.worker.EdgeWorker"
-threads = _int("GUNICORN_THREADS", 8, minimum=1)
+threads = _read(env_int, "GUNICORN_THREADS", 8, 1)
 
 # Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.
 forwarded_allow_ips = ",".join(_config.forwarded_allow_ips)
 
 # Bounds on the request line and headers; a request over them is refused before the app.
-limit_request_line = _int("GUNICORN_LIMIT_REQUEST_LINE", 4094)
-limit_request_fields = _int("GUNICORN_LIMIT_REQUEST_FIELDS", 100)
-limit_request_field_size = _int("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", 8190)
+limit_request_line = _read(env_int, "GUNICORN_LIMIT_REQUEST_LINE", 4094)
+limit_request_fields = _read(env_int, "GUNICORN_LIMIT_REQUEST_FIELDS", 100)
+limit_request_field_size = _read(env_int, "GUNICORN_LIMIT_REQUEST_FIELD_SIZE", 8190)
 
 # A worker silent this long is restarted (a heartbeat, not a per-request timeout).
-timeout = _int("GUNICORN_TIMEOUT", 30, minimum=1)
+timeout = _read(env_int, "GUNICORN_TIMEOUT", 30, 1)
 
 # On SIGTERM, requests in flight get this long to finish.
-graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
+graceful_timeout = _read(env_int, "GUNICORN_GRACEFUL_TIMEOUT", 30)
 
 # How long an idle keep-alive connection is held open.
-keepalive = _int("GUNICORN_KEEPALIVE", 5)
+keepalive = _read(env_int, "GUNICORN_KEEPALIVE", 5)
 
 # Seconds a request's body has to arrive after its head; a body still missing then is 408,
 # and its thread is free. Not a gunicorn setting: post_worker_init hands it to the worker.
-_BODY_TIMEOUT = _int("GUNICORN_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, minimum=1)
+_BODY_TIMEOUT = _read(env_int, "GUNICORN_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, 1)
 
 # One access-log line per request on stdout; never with the Authorization header.
 accesslog = "-"
@@ -70,17 +75,25 @@ access_log_format = (
     '%(h)s request_id=%({x-request-id}o)s "%(m)s %(U)s" status=%(s)s duration_us=%(D)s'
 )
 
+# Every line of the error log (stderr) in one format, with the id of the request it concerns:
+# gunicorn's, Falcon's and every library's (see plantstore/logs.py).
+logger_class = "plantstore.logs.Logger"
+
 # gunicorn's control socket is one path per user: several servers on a machine would fight over
 # it, and nothing here uses it.
 control_socket_disable = True
 
 
 def on_starting(server):
-    """Check what would make every worker fail, before any starts.
+    """Check what would make every worker fail, before any starts; make a token if none is set.
 
     The memory store takes one worker: each would keep its own dict. A database store brings
     its schema up to date here, so that a database newer than this code stops the start with
     one line. One that cannot be reached now is left to the workers, which serve once it can.
+
+    With no token configured the service does not run open: one is made here, once, into a
+    file only this user can read, and the workers (forked from here) read that file. The log
+    names the file, never the token.
     """
     if _MEMORY and server.cfg.workers > 1:
         raise SystemExit(
@@ -93,6 +106,38 @@ def on_starting(server):
         raise SystemExit(f"plantstore: {ex}") from None
     except StoreUnavailable:
         pass
+    if not _config.tokens:
+        path = run_token.make()
+        os.environ["PLANTSTORE_TOKENS_FILE"] = str(path)
+        server.log.info(
+            "plantstore: no token configured; this run accepts the one in %s (readable only by "
+            "this user); set PLANTSTORE_TOKENS or PLANTSTORE_TOKENS_FILE to choose your own",
+            path,
+        )
+
+
+def post_fork(server, worker):
+    """Warn when a memory-store worker replaces an earlier one: it starts with no plants.
+
+    The master counts the workers it forks (`worker.age`); a second one, after SIGHUP or a
+    worker that died or stopped answering, has lost every plant the first one kept, while
+    the service answers on, so an id can then take other content.
+    """
+    if _MEMORY and worker.age > 1:
+        server.log.warning(
+            "plantstore: this worker starts with an empty memory store: the plants kept by "
+            "the worker before it are gone"
+        )
+
+
+def post_request(worker, req, environ, resp):
+    """The request is done: what this thread logs next concerns no request, until the next one."""
+    current_request_id.set("-")
+
+
+def on_exit(server):
+    """Remove a token file made at the start: its token ends with the run."""
+    run_token.remove()
 
 
 def post_worker_init(worker):

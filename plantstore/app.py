@@ -10,6 +10,7 @@ from plantstore.auth import BearerAuth
 from plantstore.config import Config
 from plantstore.docs import add_docs
 from plantstore.errors import handle_store_unavailable, handle_validation_error, serialize_error
+from plantstore.logs import Request
 from plantstore.middleware import BodyLimit, RequestId
 from plantstore.openapi import OpenApiDocument
 from plantstore.proxy import ForwardedClient
@@ -31,6 +32,7 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
         atexit.register(store.close)
 
     app = falcon.App(
+        request_type=Request,
         middleware=[
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),

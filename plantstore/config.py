@@ -1,10 +1,13 @@
-"""Configuration, read from the environment in one place."""
+"""Configuration, read from the environment in one place.
+
+Reading has no side effects: it neither changes the environment nor prints, so gunicorn's
+master and every worker read the same settings the same way. A bad value is a `ConfigError`
+that names the variable and what it accepts, and never echoes a token.
+"""
 
 import ipaddress
 import os
-import secrets
-import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,53 +23,83 @@ class ConfigError(ValueError):
     """A setting in the environment has a value the service cannot use."""
 
 
-def env_int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
-    """Read a whole number of at least `minimum` from `environ[name]`, or give `default`."""
+def env_int(
+    environ: Mapping[str, str],
+    name: str,
+    default: int,
+    minimum: int = 0,
+    maximum: int | None = None,
+) -> int:
+    """Read a whole number from `minimum` to `maximum` from `environ[name]`, or give `default`."""
     raw = environ.get(name, "").strip()
     if not raw:
         return default
+    accepted = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a whole number, not {raw!r}") from None
-    if value < minimum:
-        raise ConfigError(f"{name} must be at least {minimum}, not {value}")
+        value = None
+    if value is None or value < minimum or (maximum is not None and value > maximum):
+        raise ConfigError(f"{name} must be a whole number {accepted}, not {raw!r}")
     return value
 
 
-def ensure_token(environ: MutableMapping[str, str] = os.environ) -> None:
-    """Make and announce a random token when none is configured, so the service never runs open.
+def check_port(environ: Mapping[str, str]) -> None:
+    """Check `PORT`, which gunicorn binds as `0.0.0.0:$PORT` whenever it is set, even empty."""
+    raw = environ.get("PORT")
+    if raw is not None and not raw.strip():
+        raise ConfigError(f"PORT must be a whole number from 1 to 65535, not {raw!r}")
+    env_int(environ, "PORT", 0, minimum=1, maximum=65535)
 
-    It is put into `environ`, so that processes forked afterwards (gunicorn's workers, when this
-    runs in the master) all accept the same token.
-    """
-    if environ.get("PLANTSTORE_TOKENS", "").strip() or environ.get("PLANTSTORE_TOKENS_FILE"):
-        return
-    token = secrets.token_urlsafe(32)
-    environ["PLANTSTORE_TOKENS"] = token
-    print(
-        f"plantstore: no token configured; this run accepts: Authorization: Bearer {token}\n"
-        "plantstore: set PLANTSTORE_TOKENS (comma-separated) or PLANTSTORE_TOKENS_FILE "
-        "(one a line) to choose your own.",
-        file=sys.stderr,
-        flush=True,
-    )
+
+def _is_token(text: str) -> bool:
+    return text.isascii() and text.isprintable() and " " not in text
 
 
 def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
-    tokens = environ.get("PLANTSTORE_TOKENS", "").split(",")
-    path = environ.get("PLANTSTORE_TOKENS_FILE")
+    """The accepted tokens; none when neither variable is set (gunicorn's master then makes one).
+
+    In the file, blank lines and lines starting with `#` are skipped, as in most files of
+    settings. A refused token is not echoed; the file's line number says where it is.
+    """
+    tokens = [token.strip() for token in environ.get("PLANTSTORE_TOKENS", "").split(",")]
+    tokens = [token for token in tokens if token]
+    if not all(map(_is_token, tokens)):
+        raise ConfigError(
+            "PLANTSTORE_TOKENS must list tokens of printable ASCII without spaces, "
+            "separated by commas"
+        )
+    path = environ.get("PLANTSTORE_TOKENS_FILE", "")
     if path:
-        try:
-            tokens += Path(path).read_text(encoding="utf-8").splitlines()
-        except OSError as ex:
-            raise ConfigError(f"PLANTSTORE_TOKENS_FILE cannot be read: {ex.strerror}") from None
-    accepted = frozenset(token.strip() for token in tokens if token.strip())
-    if not accepted:
+        tokens += _read_tokens_file(path)
+    elif not environ.get("PLANTSTORE_TOKENS", "").strip():
+        return frozenset()
+    if not tokens:
         raise ConfigError("PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token")
-    if any(not (token.isascii() and token.isprintable()) or " " in token for token in accepted):
-        raise ConfigError("tokens must be printable ASCII without spaces")
-    return accepted
+    return frozenset(tokens)
+
+
+def _read_tokens_file(path: str) -> list[str]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as ex:
+        raise ConfigError(f"PLANTSTORE_TOKENS_FILE cannot be read: {path}: {ex.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"PLANTSTORE_TOKENS_FILE must be text, one token a line: {path} is not UTF-8"
+        ) from None
+    tokens = []
+    for number, line in enumerate(lines, start=1):
+        token = line.strip()
+        if not token or token.startswith("#"):
+            continue
+        if not _is_token(token):
+            raise ConfigError(
+                f"PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without spaces "
+                f"a line (or a # comment): {path}, line {number}, does not"
+            )
+        tokens.append(token)
+    return tokens
 
 
 def _read_forwarded_allow_ips(environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -96,9 +129,16 @@ def _read_store(environ: Mapping[str, str]) -> str:
             import psycopg_pool  # noqa: F401
         except ImportError:
             raise ConfigError(
-                "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: "
-                "pip install 'plantstore[postgres]'"
+                "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's "
+                "root, pip install -e '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
             ) from None
+    if kind == "sqlite":
+        directory = Path(url.removeprefix("sqlite:///")).parent
+        if not directory.is_dir():
+            raise ConfigError(
+                f"PLANTSTORE_STORE names a SQLite file in {directory}, which is not a directory: "
+                "make it first"
+            )
     if kind:
         return url
     raise ConfigError(f"PLANTSTORE_STORE must be {STORE_FORMS}")
@@ -114,8 +154,7 @@ class Config:
     store_url: str = DEFAULT_STORE
 
     @classmethod
-    def from_env(cls, environ: MutableMapping[str, str] = os.environ) -> "Config":
-        ensure_token(environ)
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
         return cls(
             tokens=_read_tokens(environ),
             max_body_bytes=env_int(

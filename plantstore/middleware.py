@@ -7,6 +7,8 @@ from random import getrandbits
 import falcon
 from gunicorn.http.errors import NoMoreData, ParseException
 
+from plantstore.logs import current_request_id
+
 #: An incoming X-Request-ID is echoed only when it is this tame: safe in a header and a log line.
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 
@@ -25,13 +27,16 @@ def request_id(sent: str | None) -> str:
 class RequestId:
     """Give every answer an `X-Request-ID`, as `request_id` makes it.
 
-    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`).
+    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`), and the error
+    log from `current_request_id`, for the lines logged while the request is served.
     """
 
     def process_request(self, req, resp):
         # Read from the WSGI environ: `req.get_header` costs ten times as much for a header
         # that is absent, as it mostly is.
-        resp.set_header("X-Request-ID", request_id(req.env.get("HTTP_X_REQUEST_ID")))
+        rid = request_id(req.env.get("HTTP_X_REQUEST_ID"))
+        resp.set_header("X-Request-ID", rid)
+        current_request_id.set(rid)
 
 
 class BodyLimit:

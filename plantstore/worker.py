@@ -37,6 +37,7 @@ from gunicorn.http.message import Request
 from gunicorn.workers.gthread import ThreadWorker
 
 from plantstore.errors import error_body
+from plantstore.logs import current_request_id
 from plantstore.middleware import request_id
 from plantstore.refusals import refusal
 
@@ -112,26 +113,31 @@ class EdgeWorker(ThreadWorker):
         status, message = refusal(exc)
         rid = request_id(_header(req, "X-REQUEST-ID"))
         peer = addr[0] if isinstance(addr, tuple) else addr or ""
-        if status == 500:
-            self.log.exception("request_id=%s error handling a request", rid)
-        else:
-            self.log.warning("request_id=%s invalid request from %s: %s", rid, peer, message)
-
-        body = error_body(status, message)
-        head = (
-            f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\n"
-            "Connection: close\r\n"
-            "Content-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n"
-            f"X-Request-ID: {rid}\r\n\r\n"
-        )
-        answer = _Refusal(status, [("X-Request-ID", rid)])
+        # The error log's lines carry the id of the request they concern (plantstore.logs).
+        current_request_id.set(rid)
         try:
-            util.write_nonblock(client, head.encode("latin-1") + body)
-            answer.sent = len(body)
-        except OSError:
-            self.log.debug("request_id=%s the refusal could not be sent", rid)
-        self.log.access(answer, req or [], _environ(req, peer), datetime.now() - started)
+            if status == 500:
+                self.log.exception("error handling a request")
+            else:
+                self.log.warning("invalid request from %s: %s", peer, message)
+
+            body = error_body(status, message)
+            head = (
+                f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\n"
+                "Connection: close\r\n"
+                "Content-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n"
+                f"X-Request-ID: {rid}\r\n\r\n"
+            )
+            answer = _Refusal(status, [("X-Request-ID", rid)])
+            try:
+                util.write_nonblock(client, head.encode("latin-1") + body)
+                answer.sent = len(body)
+            except OSError:
+                self.log.debug("the refusal could not be sent")
+            self.log.access(answer, req or [], _environ(req, peer), datetime.now() - started)
+        finally:
+            current_request_id.set("-")
         _shut(client, linger=LINGER)
 
 

@@ -3,10 +3,13 @@
 import contextlib
 import http.client
 import os
+import re
+import select
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +42,7 @@ class GunicornServer:
             self._socket.bind(str(unix_path))
             self._socket.listen()
         self._log_dir = log_dir
+        self._stderr_read = ""
         fd = self._socket.fileno()
         with contextlib.ExitStack() as files:
             stdout = stderr = subprocess.PIPE
@@ -70,19 +74,34 @@ class GunicornServer:
     def request(self, method, path, body=None, headers=None) -> tuple[int, dict, bytes]:
         return send(self.connect(), method, path, body, headers)
 
-    def read_stderr_line(self) -> str:
-        return self._process.stderr.readline()
+    def wait_for_stderr(self, pattern: str, timeout: float = 30) -> re.Match:
+        """Read gunicorn's stderr until `pattern` matches in it; fail after `timeout` seconds.
+
+        What is read here is given back by `stop()` as well.
+        """
+        deadline = time.monotonic() + timeout
+        descriptor = self._process.stderr.fileno()
+        while not (found := re.search(pattern, self._stderr_read)):
+            remaining = deadline - time.monotonic()
+            readable = remaining > 0 and select.select([descriptor], [], [], remaining)[0]
+            chunk = os.read(descriptor, 65536) if readable else b""
+            if not chunk:
+                raise AssertionError(
+                    f"gunicorn wrote nothing matching {pattern!r}:\n{self._stderr_read}"
+                )
+            self._stderr_read += chunk.decode()
+        return found
 
     def stop(self) -> tuple[str, str]:
         """Stop gracefully and give back everything gunicorn printed (stdout, stderr)."""
         self._process.send_signal(signal.SIGTERM)
         try:
-            output = self._process.communicate(timeout=60)
+            stdout, stderr = self._process.communicate(timeout=60)
         finally:
             self._socket.close()
         if self._log_dir:
             return tuple((self._log_dir / name).read_text() for name in ("access.log", "error.log"))
-        return output
+        return stdout, self._stderr_read + stderr
 
 
 def server_environ(**overrides: str) -> dict[str, str]:

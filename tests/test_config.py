@@ -2,7 +2,7 @@ import sys
 
 import pytest
 
-from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, ensure_token, env_int
+from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
 
 
 def test_tokens_come_from_the_variable_and_the_file(tmp_path):
@@ -36,24 +36,47 @@ def test_a_bad_setting_is_refused_with_its_name(environ, complaint):
         Config.from_env(environ)
 
 
-def test_a_token_is_made_once_when_none_is_configured(capsys):
+def test_reading_changes_nothing_and_prints_nothing(capsys):
+    """Reading is the same in gunicorn's master and in each worker: no token is made here."""
     environ = {}
-    first = Config.from_env(environ)
-    second = Config.from_env(environ)
-    (token,) = first.tokens
-    assert len(token) >= 32
-    assert second.tokens == first.tokens
-    assert environ["PLANTSTORE_TOKENS"] == token
-    notice = capsys.readouterr().err
-    assert notice.count(token) == 1
-    assert "PLANTSTORE_TOKENS" in notice
+    assert Config.from_env(environ).tokens == frozenset()
+    assert environ == {}
+    assert capsys.readouterr() == ("", "")
 
 
-def test_no_token_is_made_when_one_is_configured(capsys):
-    environ = {"PLANTSTORE_TOKENS": "mine"}
-    ensure_token(environ)
-    assert environ == {"PLANTSTORE_TOKENS": "mine"}
-    assert capsys.readouterr().err == ""
+def test_comments_and_blank_lines_in_the_tokens_file_are_skipped(tmp_path):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("# the deploy robot\nrobot-token\n\n  # old: revoked\n\tmine\n")
+    config = Config.from_env({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+    assert config.tokens == {"robot-token", "mine"}
+
+
+def test_a_bad_line_in_the_tokens_file_is_named_by_file_and_number_not_echoed(tmp_path):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("# tokens\ngood\nnot a token\n")
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+    assert str(caught.value) == (
+        "PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without spaces a line "
+        f"(or a # comment): {tokens_file}, line 3, does not"
+    )
+
+
+def test_a_tokens_file_that_is_not_text_is_refused(tmp_path):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_bytes(b"\xff\xfe")
+    with pytest.raises(ConfigError, match="PLANTSTORE_TOKENS_FILE must be text"):
+        Config.from_env({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+
+
+def test_a_sqlite_file_in_a_missing_directory_is_refused(tmp_path):
+    url = f"sqlite:///{tmp_path / 'missing' / 'plants.db'}"
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url})
+    assert str(caught.value) == (
+        f"PLANTSTORE_STORE names a SQLite file in {tmp_path / 'missing'}, which is not a "
+        "directory: make it first"
+    )
 
 
 @pytest.mark.parametrize(("raw", "value"), [(None, 7), ("", 7), (" 12 ", 12), ("0", 0)])
@@ -63,11 +86,25 @@ def test_env_int(raw, value):
 
 
 @pytest.mark.parametrize(
+    ("raw", "maximum", "accepted"),
+    [
+        ("x", None, "of at least 1"),
+        ("0", None, "of at least 1"),
+        ("65536", 65535, "from 1 to 65535"),
+    ],
+)
+def test_env_int_says_what_it_accepts(raw, maximum, accepted):
+    with pytest.raises(ConfigError) as caught:
+        env_int({"N": raw}, "N", 7, minimum=1, maximum=maximum)
+    assert str(caught.value) == f"N must be a whole number {accepted}, not {raw!r}"
+
+
+@pytest.mark.parametrize(
     "url",
     [
         "memory://",
         "sqlite:///plants.db",
-        "sqlite:////var/lib/plantstore/plants.db",
+        "sqlite:////tmp/plants.db",
         "postgresql://plantstore@db.example/plants",
         "postgres:///plants",
     ],
@@ -102,7 +139,14 @@ def test_any_other_store_is_refused_with_the_accepted_forms_and_not_echoed(url):
     )
 
 
-def test_postgresql_without_psycopg_is_refused_naming_the_extra(monkeypatch):
+def test_postgresql_without_psycopg_is_refused_naming_installs_that_work_from_a_checkout(
+    monkeypatch,
+):
+    """`plantstore[postgres]` would be looked up on the package index, not in the checkout."""
     monkeypatch.setitem(sys.modules, "psycopg_pool", None)
-    with pytest.raises(ConfigError, match=r"plantstore\[postgres\]"):
+    with pytest.raises(ConfigError) as caught:
         Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": "postgresql:///plants"})
+    assert str(caught.value) == (
+        "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's root, "
+        "pip install -e '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
+    )

@@ -4,9 +4,12 @@ import http.client
 import json
 import os
 import re
+import signal
 import socket
+import stat
 import subprocess
 from http import HTTPStatus
+from pathlib import Path
 
 import pytest
 
@@ -100,11 +103,15 @@ def test_the_access_log_has_a_line_per_request_and_no_token(server):
     assert TOKEN not in stdout + stderr
 
 
-def test_with_no_token_configured_one_is_made_and_announced_once():
-    server = GunicornServer(server_environ())
-    notice = server.read_stderr_line()
-    token = re.search(r"Authorization: Bearer (\S+)", notice).group(1)
+def test_with_no_token_configured_one_is_made_into_a_private_file_that_the_log_names(tmp_path):
+    """The token itself never reaches the console: under a service manager that is the log."""
+    server = GunicornServer(server_environ(TMPDIR=str(tmp_path)))
     try:
+        token_file = Path(server.wait_for_stderr(r"accepts the one in (\S+)").group(1))
+        assert token_file.parent == tmp_path
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        assert len(token) >= 32
         plant = json.dumps({"id": 1, "name": "fern"})
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         assert server.request("POST", "/plants", plant, headers)[0] == 200
@@ -112,13 +119,14 @@ def test_with_no_token_configured_one_is_made_and_announced_once():
     finally:
         stdout, stderr = server.stop()
     assert token not in stdout + stderr
+    assert not token_file.exists()
 
 
 def run_gunicorn(*args, **environ):
     return subprocess.run(
         [*GUNICORN, *args],
         cwd=ROOT,
-        env=server_environ(PLANTSTORE_TOKENS=TOKEN, **environ),
+        env=server_environ(**{"PLANTSTORE_TOKENS": TOKEN, **environ}),
         capture_output=True,
         text=True,
         timeout=60,
@@ -135,18 +143,127 @@ def test_more_than_one_worker_with_the_memory_store_is_refused():
     assert "one worker" in result.stderr
 
 
+WHOLE = "must be a whole number"
+
+#: For every variable in the README's configuration table, a bad value and the one line that
+#: refuses it ({tmp} is the test's directory).
+BAD_SETTINGS = {
+    "PLANTSTORE_TOKENS": (
+        "tok,not a token",
+        "PLANTSTORE_TOKENS must list tokens of printable ASCII without spaces, separated by commas",
+    ),
+    "PLANTSTORE_TOKENS_FILE": (
+        "{tmp}/missing",
+        "PLANTSTORE_TOKENS_FILE cannot be read: {tmp}/missing: No such file or directory",
+    ),
+    "PLANTSTORE_MAX_BODY_BYTES": ("0", f"PLANTSTORE_MAX_BODY_BYTES {WHOLE} of at least 1, not '0'"),
+    "PLANTSTORE_STORE": (
+        "sqlite:///{tmp}/missing/plants.db",
+        "PLANTSTORE_STORE names a SQLite file in {tmp}/missing, which is not a directory: "
+        "make it first",
+    ),
+    "PORT": ("99999", f"PORT {WHOLE} from 1 to 65535, not '99999'"),
+    "WEB_CONCURRENCY": ("0", f"WEB_CONCURRENCY {WHOLE} of at least 1, not '0'"),
+    "GUNICORN_THREADS": ("lots", f"GUNICORN_THREADS {WHOLE} of at least 1, not 'lots'"),
+    "GUNICORN_LIMIT_REQUEST_LINE": (
+        "-1",
+        f"GUNICORN_LIMIT_REQUEST_LINE {WHOLE} of at least 0, not '-1'",
+    ),
+    "GUNICORN_LIMIT_REQUEST_FIELDS": (
+        "x",
+        f"GUNICORN_LIMIT_REQUEST_FIELDS {WHOLE} of at least 0, not 'x'",
+    ),
+    "GUNICORN_LIMIT_REQUEST_FIELD_SIZE": (
+        "1.5",
+        f"GUNICORN_LIMIT_REQUEST_FIELD_SIZE {WHOLE} of at least 0, not '1.5'",
+    ),
+    "GUNICORN_TIMEOUT": ("0", f"GUNICORN_TIMEOUT {WHOLE} of at least 1, not '0'"),
+    "GUNICORN_GRACEFUL_TIMEOUT": (
+        "soon",
+        f"GUNICORN_GRACEFUL_TIMEOUT {WHOLE} of at least 0, not 'soon'",
+    ),
+    "GUNICORN_KEEPALIVE": ("-5", f"GUNICORN_KEEPALIVE {WHOLE} of at least 0, not '-5'"),
+    "GUNICORN_BODY_TIMEOUT": ("0", f"GUNICORN_BODY_TIMEOUT {WHOLE} of at least 1, not '0'"),
+}
+
+#: Read and checked by gunicorn itself before gunicorn.conf.py runs: its own words.
+READ_BY_GUNICORN_FIRST = {
+    "FORWARDED_ALLOW_IPS": (
+        "proxy.local",
+        "Error: 'proxy.local' does not appear to be an IPv4 or IPv6 network",
+    ),
+    "WEB_CONCURRENCY": ("-1", "Error: Value must be positive: -1"),
+}
+
+
+def readme_variables() -> set[str]:
+    readme = (ROOT / "README.md").read_text()
+    return set(re.findall(r"^\| `([A-Z_]+)` \|", readme, flags=re.MULTILINE))
+
+
+def test_every_variable_in_the_readme_has_a_bad_value_tried_below():
+    assert readme_variables() == set(BAD_SETTINGS) | set(READ_BY_GUNICORN_FIRST)
+
+
+def start_gunicorn(tmp_path, **environ):
+    """Start the real server as a user would (no --check-config), on a port of its own."""
+    bind = () if "PORT" in environ else ("--bind=127.0.0.1:0",)
+    return run_gunicorn(*bind, TMPDIR=str(tmp_path), **environ)
+
+
 @pytest.mark.parametrize(
-    ("name", "complaint"),
+    ("name", "value", "line"), [(n, *v) for n, v in BAD_SETTINGS.items()], ids=list(BAD_SETTINGS)
+)
+def test_a_bad_setting_stops_the_start_with_one_line_naming_it(tmp_path, name, value, line):
+    result = start_gunicorn(tmp_path, **{name: value.format(tmp=tmp_path)})
+    assert result.returncode != 0
+    assert result.stderr.strip() == f"plantstore: {line.format(tmp=tmp_path)}"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "line"),
     [
-        ("PLANTSTORE_MAX_BODY_BYTES", "must be a whole number"),
-        ("GUNICORN_THREADS", "must be a whole number"),
-        ("GUNICORN_BODY_TIMEOUT", "must be a whole number"),
+        ("PORT", "abc", f"PORT {WHOLE} from 1 to 65535, not 'abc'"),
+        ("PORT", "", f"PORT {WHOLE} from 1 to 65535, not ''"),
+        ("PLANTSTORE_TOKENS", " , ", "PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token"),
     ],
 )
-def test_a_bad_setting_stops_the_start_with_one_line_naming_it(name, complaint):
-    result = run_gunicorn("--check-config", **{name: "lots"})
+def test_other_bad_values_stop_the_start_with_one_line_too(tmp_path, name, value, line):
+    result = start_gunicorn(tmp_path, **{name: value})
     assert result.returncode != 0
-    assert result.stderr.strip() == f"plantstore: {name} {complaint}, not 'lots'"
+    assert result.stderr.strip() == f"plantstore: {line}"
+
+
+def test_a_bad_line_in_the_tokens_file_stops_the_start_naming_the_file_and_line(tmp_path):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("# robots\nrobot-1\nsecret token\n")
+    result = start_gunicorn(tmp_path, PLANTSTORE_TOKENS_FILE=str(tokens_file))
+    assert result.returncode != 0
+    assert result.stderr.strip() == (
+        "plantstore: PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without "
+        f"spaces a line (or a # comment): {tokens_file}, line 3, does not"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [(n, *v) for n, v in READ_BY_GUNICORN_FIRST.items()],
+    ids=list(READ_BY_GUNICORN_FIRST),
+)
+def test_what_gunicorn_reads_before_this_project_stops_the_start_in_its_words(
+    tmp_path, name, value, words
+):
+    result = start_gunicorn(tmp_path, **{name: value})
+    assert result.returncode != 0
+    assert result.stderr.strip() == words
+
+
+def test_a_worker_count_that_is_not_a_number_stops_the_start_in_gunicorns_traceback(tmp_path):
+    result = start_gunicorn(tmp_path, WEB_CONCURRENCY="abc")
+    assert result.returncode != 0
+    assert result.stderr.strip().endswith(
+        "ValueError: invalid literal for int() with base 10: 'abc'"
+    )
 
 
 def test_an_unknown_store_stops_the_start_with_one_line_naming_it():
@@ -240,7 +357,9 @@ def test_a_refusal_repeats_nothing_the_client_sent_and_is_logged_with_its_reques
     (access,) = stdout.splitlines()
     logged = '"GET /plants"' if b"SCRIPT_NAME" in raw else '"- -"'
     assert access.startswith(f"127.0.0.1 request_id={request_id} {logged} status={status} ")
-    assert f"request_id={request_id} invalid request from 127.0.0.1: " in stderr
+    (warning,) = [line for line in stderr.splitlines() if "invalid request" in line]
+    assert ERROR_LOG_LINE.fullmatch(warning).group(1, 2) == (request_id, "WARNING")
+    assert warning.endswith(" invalid request from 127.0.0.1: " + answer.json()["message"])
 
 
 def test_a_path_outside_the_proxys_script_name_is_the_clients_error(server):
@@ -333,3 +452,88 @@ def test_100_continue_is_sent_when_the_body_is_read(server):
         client.sendall(PLANT)
         answer = read_answer(client)
         assert (answer.status, json.loads(answer.read())) == (200, {"name": "fern"})
+
+
+#: A line of the error log: time, process, request id, logger, level, message.
+ERROR_LOG_LINE = re.compile(
+    r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\] \[\d+\] request_id=(\S+) \[[\w.]+\] "
+    r"\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\] .*"
+)
+
+
+def test_every_line_of_the_error_log_has_one_format_and_a_503s_cause_its_request_id():
+    """Nothing listens on port 1: the pool's attempts are logged, and the request waits for a
+    connection in vain, so its cause is logged too."""
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE="postgresql://plantstore@127.0.0.1:1/plants"
+        )
+    )
+    try:
+        plant = json.dumps({"id": 1, "name": "fern"})
+        status, _, _ = server.request("POST", "/plants", plant, {**AUTH, "X-Request-ID": "trace-7"})
+    finally:
+        stdout, stderr = server.stop()
+    assert status == 503
+    assert 'request_id=trace-7 "POST /plants" status=503' in stdout
+    lines = stderr.splitlines()
+    assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
+    causes = [line for line in lines if "store unavailable" in line]
+    assert causes
+    assert all(ERROR_LOG_LINE.fullmatch(line).group(1) == "trace-7" for line in causes)
+    assert any("[psycopg.pool] [WARNING]" in line for line in lines)
+    assert TOKEN not in stdout + stderr
+
+
+def test_sighup_rereads_the_tokens_file_and_a_memory_store_worker_warns_it_starts_empty(
+    tmp_path,
+):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("old-token\n")
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS_FILE=str(tokens_file)))
+    try:
+        plant = json.dumps({"id": 1, "name": "fern"})
+        old = {**AUTH, "Authorization": "Bearer old-token"}
+        new = {**AUTH, "Authorization": "Bearer new-token"}
+        assert server.request("POST", "/plants", plant, old)[0] == 200
+        (first_worker,) = server.worker_pids()
+        tokens_file.write_text("new-token\n")
+
+        os.kill(server.pid, signal.SIGHUP)
+        warning = server.wait_for_stderr(r".*starts with an empty memory store.*")
+        server.wait_for_stderr(rf"Worker exiting \(pid: {first_worker}\)")
+
+        assert server.request("GET", "/plants/1", headers=old)[0] == 401
+        assert server.request("GET", "/plants/1", headers=new)[0] == 404
+    finally:
+        _, stderr = server.stop()
+    assert ERROR_LOG_LINE.fullmatch(warning.group(0)).group(2) == "WARNING"
+    assert stderr.count("starts with an empty memory store") == 1
+
+
+def test_a_memory_store_worker_restarted_by_the_master_warns_it_starts_empty():
+    """The plant the killed worker kept is gone: its id takes other content."""
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS=TOKEN))
+    try:
+        fern, rose = (json.dumps({"id": 1, "name": name}) for name in ("fern", "rose"))
+        assert server.request("POST", "/plants", fern, AUTH)[0] == 200
+        (first_worker,) = server.worker_pids()
+        os.kill(first_worker, signal.SIGKILL)
+        server.wait_for_stderr(r"\[WARNING\] plantstore: this worker starts with an empty memory")
+        assert server.request("POST", "/plants", rose, AUTH)[0] == 200
+    finally:
+        _, stderr = server.stop()
+    assert stderr.count("starts with an empty memory store") == 1
+
+
+def test_the_error_log_keeps_its_format_in_a_file_named_by_the_error_logfile_flag(tmp_path):
+    error_log = tmp_path / "error.log"
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS=TOKEN), f"--error-logfile={error_log}")
+    try:
+        assert server.request("GET", "/healthz")[0] == 200
+    finally:
+        _, stderr = server.stop()
+    assert stderr == ""
+    lines = error_log.read_text().splitlines()
+    assert any("[INFO] Booting worker" in line for line in lines)
+    assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
