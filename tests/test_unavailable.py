@@ -1,6 +1,7 @@
 """A store that cannot serve: 503 with a retry hint, /readyz says so, and it recovers by itself."""
 
 import io
+import logging
 import sqlite3
 import time
 
@@ -45,6 +46,30 @@ def test_a_locked_sqlite_database_answers_503_until_it_is_free(config, tmp_path)
     other_process.execute("ROLLBACK")
     assert client.simulate_post("/plants", json=FERN).status_code == 200
     assert client.simulate_get("/readyz").json == {"status": "ready"}
+
+
+def test_readiness_logs_each_change_once_with_its_cause(config, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="plantstore.resources")
+    path = str(tmp_path / "plants.db")
+    client = client_of(config, SqliteStore(path, busy_timeout=0.05))
+    other_process = sqlite3.connect(path, isolation_level=None)
+    errors = io.StringIO()
+
+    def probe(times):
+        for _ in range(times):
+            client.simulate_get("/readyz", extras={"wsgi.errors": errors})
+
+    probe(2)
+    other_process.execute("BEGIN IMMEDIATE")
+    probe(3)
+    other_process.execute("ROLLBACK")
+    probe(3)
+
+    assert [(record.levelname, record.getMessage()) for record in caplog.records] == [
+        ("WARNING", f"not ready: SQLite {path}: database is locked"),
+        ("INFO", "ready again"),
+    ]
+    assert errors.getvalue() == ""
 
 
 def test_readyz_needs_no_token(anonymous):

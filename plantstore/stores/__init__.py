@@ -48,8 +48,8 @@ class PlantStore(Protocol):
         """
         ...
 
-    def ready(self) -> bool:
-        """Tell whether the store can serve now."""
+    def check_ready(self) -> None:
+        """Return if the store can serve now; else raise `StoreUnavailable` saying why not."""
         ...
 
     def close(self) -> None:

@@ -147,12 +147,8 @@ class PostgresStore:
             partial(_page, query=page_query(after, limit, tag, plant="plant::text", marker="%s"))
         )
 
-    def ready(self) -> bool:
-        try:
-            self._on_a_connection(_ping)
-        except StoreUnavailable:
-            return False
-        return True
+    def check_ready(self) -> None:
+        self._on_a_connection(_ping)
 
     def close(self) -> None:
         self._pool.close()

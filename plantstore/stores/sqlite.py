@@ -113,15 +113,11 @@ class SqliteStore:
             rows = connection.execute(query, values).fetchall()
         return [(plant_id, plant.encode()) for plant_id, plant in rows]
 
-    def ready(self) -> bool:
+    def check_ready(self) -> None:
         """Take the write lock and let it go: adds and deletes need it."""
-        try:
-            connection = self._connection()
+        with self._served() as connection:
             connection.execute("BEGIN IMMEDIATE")
             connection.execute("ROLLBACK")
-        except (sqlite3.OperationalError, StoreUnavailable):
-            return False
-        return True
 
     def close(self) -> None:
         """Close every thread's connection; the last one to close folds the log into the file."""
