@@ -2,10 +2,13 @@
 
 import io
 import logging
+import os
 import sqlite3
+import threading
 import time
 
 import falcon.testing
+import pytest
 
 from plantstore.app import create_app
 from plantstore.stores.postgres import PostgresStore
@@ -13,6 +16,7 @@ from plantstore.stores.sqlite import SqliteStore
 from tests.conftest import TOKEN
 
 FERN = {"id": 1, "name": "fern"}
+IVY = {"id": 2, "name": "ivy"}
 
 
 def client_of(config, store):
@@ -70,6 +74,73 @@ def test_readiness_logs_each_change_once_with_its_cause(config, tmp_path, caplog
         ("INFO", "ready again"),
     ]
     assert errors.getvalue() == ""
+
+
+def remove_database(path):
+    for suffix in ("", "-wal", "-shm"):
+        os.remove(f"{path}{suffix}")
+
+
+def replace_database(path):
+    """As a backup restored in its place would."""
+    other = path.with_name("other.db")
+    SqliteStore(str(other)).close()
+    remove_database(path)
+    os.replace(other, path)
+
+
+def in_a_thread_of_its_own(request):
+    """Make the request on a new thread, which has no connection of its own yet."""
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(request()))
+    thread.start()
+    thread.join()
+    return answers[0]
+
+
+@pytest.mark.parametrize("change", [remove_database, replace_database])
+def test_a_sqlite_file_removed_or_replaced_in_use_is_refused_until_a_restart(
+    config, tmp_path, caplog, change
+):
+    """What the store writes then goes to a file nobody opens again: it must not answer 200."""
+    path = tmp_path / "plants.db"
+    store = SqliteStore(str(path))
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        change(path)
+        replacement = path.exists() and path.stat().st_ino
+
+        errors = io.StringIO()
+        extras = {"wsgi.errors": errors}
+        assert_unavailable(
+            in_a_thread_of_its_own(lambda: client.simulate_post("/plants", json=IVY, extras=extras))
+        )
+        assert f"SQLite {path} was removed or replaced while in use" in errors.getvalue()
+        # No connection of the store made an empty database where the old one was.
+        assert (path.exists() and path.stat().st_ino) == replacement
+        assert_unavailable(client.simulate_post("/plants", json=IVY))
+        assert_unavailable(client.simulate_get("/plants/1"))
+        assert_unavailable(client.simulate_get("/readyz"))
+        assert client.simulate_get("/healthz").status_code == 200
+
+        # Still refused when a database is back at the path: only a restart takes it.
+        if not path.exists():
+            SqliteStore(str(path)).close()
+        assert_unavailable(client.simulate_post("/plants", json=IVY))
+        assert_unavailable(client.simulate_get("/readyz"))
+    finally:
+        store.close()
+    stored = sqlite3.connect(path).execute("SELECT id FROM plants").fetchall()
+    assert stored == []
+    store_errors = [r for r in caplog.records if r.name == "plantstore.stores.sqlite"]
+    assert [(r.levelname, r.getMessage()) for r in store_errors] == [
+        (
+            "ERROR",
+            f"SQLite {path} was removed or replaced while in use: this process refuses every "
+            "request until it restarts, since what it wrote went to a file nobody will open again",
+        )
+    ]
 
 
 def test_readyz_needs_no_token(anonymous):
