@@ -97,7 +97,7 @@ class Health:
 
 
 class Readiness:
-    """`/readyz`: whether the store can serve now, so a balancer sends traffic only then.
+    """`/readyz`: whether a write can succeed now, so a balancer sends traffic only then.
 
     A balancer asks every few seconds: the log hears of a change, with its cause, not of
     every answer.

@@ -1,9 +1,11 @@
 """A store that cannot serve: 503 with a retry hint, /readyz says so, and it recovers by itself."""
 
+import errno
 import io
 import logging
 import os
 import sqlite3
+import subprocess
 import threading
 import time
 
@@ -76,6 +78,17 @@ def test_readiness_logs_each_change_once_with_its_cause(config, tmp_path, caplog
     assert errors.getvalue() == ""
 
 
+def test_readyz_waits_at_most_half_a_second_for_the_write_lock(config, tmp_path):
+    path = str(tmp_path / "plants.db")
+    client = client_of(config, SqliteStore(path, busy_timeout=5.0))
+    other_process = sqlite3.connect(path, isolation_level=None)
+    other_process.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    assert_unavailable(client.simulate_get("/readyz"))
+    assert time.monotonic() - started < 0.9
+    other_process.execute("ROLLBACK")
+
+
 def remove_database(path):
     for suffix in ("", "-wal", "-shm"):
         os.remove(f"{path}{suffix}")
@@ -141,6 +154,88 @@ def test_a_sqlite_file_removed_or_replaced_in_use_is_refused_until_a_restart(
             "request until it restarts, since what it wrote went to a file nobody will open again",
         )
     ]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A tmpfs of 1 MiB, for a test to fill; skipped where this process may not mount one."""
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "plantstore-test", mountpoint],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill: {mounted.stderr.strip()}")
+    yield mountpoint
+    subprocess.run(["umount", "--lazy", mountpoint], check=True)
+
+
+def fill(path):
+    """Write to `path` until the disk is full."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(descriptor, b"x" * 4096)
+    except OSError as ex:
+        assert ex.errno == errno.ENOSPC
+    finally:
+        os.close(descriptor)
+
+
+def test_a_full_disk_is_not_ready_until_there_is_room_again(config, small_disk):
+    store = SqliteStore(str(small_disk / "plants.db"))
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        fill(small_disk / "filler")
+        errors = io.StringIO()
+        assert_unavailable(
+            client.simulate_post("/plants", json=IVY, extras={"wsgi.errors": errors})
+        )
+        assert "database or disk is full" in errors.getvalue()
+        assert_unavailable(client.simulate_get("/readyz"))
+
+        (small_disk / "filler").unlink()
+        assert client.simulate_get("/readyz").json == {"status": "ready"}
+        assert client.simulate_post("/plants", json=IVY).status_code == 200
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """Make files immutable (`chattr +i`, which binds root too) and mutable again after."""
+    made = []
+
+    def make(*paths):
+        done = subprocess.run(["chattr", "+i", *paths], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make a file immutable: {done.stderr.strip()}")
+        made.extend(paths)
+
+    yield make
+    if made:
+        subprocess.run(["chattr", "-i", *made], check=True)
+
+
+@pytest.mark.parametrize("suffixes", [("",), ("", "-wal")], ids=["file", "file and log"])
+def test_an_immutable_database_is_not_ready(config, tmp_path, immutable, suffixes):
+    """Made immutable with its log, no write succeeds; without, connections opened before go
+    on writing to the log, but a thread's first connection cannot, and no checkpoint can."""
+    path = tmp_path / "plants.db"
+    store = SqliteStore(str(path))
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        immutable(*(f"{path}{suffix}" for suffix in suffixes))
+        assert_unavailable(client.simulate_get("/readyz"))
+        assert_unavailable(
+            in_a_thread_of_its_own(lambda: client.simulate_post("/plants", json=IVY))
+        )
+    finally:
+        store.close()
 
 
 def test_readyz_needs_no_token(anonymous):

@@ -49,7 +49,7 @@ class PlantStore(Protocol):
         ...
 
     def check_ready(self) -> None:
-        """Return if the store can serve now; else raise `StoreUnavailable` saying why not."""
+        """Return if a write can succeed now; else raise `StoreUnavailable` saying why not."""
         ...
 
     def close(self) -> None:

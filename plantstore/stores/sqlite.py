@@ -14,6 +14,8 @@ from plantstore.stores.sql import page_query, steps_to_take, tag_key
 
 #: Seconds between attempts to switch a new database to its write-ahead log.
 _SWITCH_RETRY_SECONDS = 0.005
+#: Seconds readiness waits for the write lock, at most: a balancer's probe wants an answer soon.
+READY_SECONDS = 0.5
 
 logger = logging.getLogger(__name__)
 
@@ -146,11 +148,25 @@ class SqliteStore:
         return [(plant_id, plant.encode()) for plant_id, plant in rows]
 
     def check_ready(self) -> None:
-        """Take the write lock and let it go: adds and deletes need it."""
+        """Commit a write, on a connection opened for it, to the file this store opened.
+
+        The write sets the schema version to what it is, so it changes nothing, yet it takes
+        the path every plant takes: the write lock, the log and its sync, which fail when the
+        disk is full or the file can no longer be written. A fresh connection also meets what a
+        thread opening its first one would: a file that can no longer be opened for writing,
+        which connections opened before go on writing to for a while.
+        """
         with self._served():
-            connection = self._connection()
-            connection.execute("BEGIN IMMEDIATE")
-            connection.execute("ROLLBACK")
+            connection = self._open(
+                create=False, busy_timeout=min(self._busy_timeout, READY_SECONDS)
+            )
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                (version,) = connection.execute("PRAGMA user_version").fetchone()
+                connection.execute(f"PRAGMA user_version = {version}")
+                connection.execute("COMMIT")
+            finally:
+                connection.close()
 
     def close(self) -> None:
         """Close every thread's connection; the last one to close folds the log into the file."""
