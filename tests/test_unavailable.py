@@ -4,18 +4,23 @@ import errno
 import io
 import logging
 import os
+import socket
 import sqlite3
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import falcon.testing
+import psycopg
 import pytest
+from psycopg import sql
 
 from plantstore.app import create_app
-from plantstore.stores.postgres import PostgresStore
+from plantstore.stores.postgres import REQUEST_SECONDS, PostgresStore
 from plantstore.stores.sqlite import SqliteStore
 from tests.conftest import TOKEN
+from tests.gunicorn_server import GunicornServer, server_environ
 
 FERN = {"id": 1, "name": "fern"}
 IVY = {"id": 2, "name": "ivy"}
@@ -289,3 +294,148 @@ def test_a_postgresql_restart_between_requests_costs_no_request(config, postgres
         assert client.simulate_get("/readyz").status_code == 200
     finally:
         store.close()
+
+
+def timed(call, *args, **kwargs):
+    """What `call` answers, and how many seconds it took."""
+    started = time.monotonic()
+    result = call(*args, **kwargs)
+    return result, time.monotonic() - started
+
+
+#: What a thread switch or a busy machine may add to a bound, in seconds.
+SLACK = 0.3
+
+
+def test_with_postgresql_down_no_request_waits_past_the_bound(config, postgres_cluster):
+    store = PostgresStore(postgres_cluster.url())
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        postgres_cluster.stop()
+
+        def post(n):
+            return timed(lambda: client.simulate_post("/plants", json={"id": n, "name": "ivy"}))
+
+        with ThreadPoolExecutor(20) as writers:
+            answers = list(writers.map(post, range(2, 22)))
+        for result, seconds in answers:
+            assert_unavailable(result)
+            assert seconds < REQUEST_SECONDS + SLACK
+        # Now that the store knows, a request holds its thread only briefly.
+        for n in range(3):
+            result, seconds = post(n)
+            assert_unavailable(result)
+            assert seconds < 0.25 + SLACK
+        result, seconds = timed(lambda: client.simulate_get("/readyz"))
+        assert_unavailable(result)
+        assert seconds < 1
+    finally:
+        store.close()
+
+
+def test_a_database_that_never_answers_holds_no_request_long(config):
+    """The port accepts connections, and the server behind it never says a word."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        store = PostgresStore(f"postgresql://plantstore@127.0.0.1:{silent.getsockname()[1]}/p")
+        client = client_of(config, store)
+        try:
+            for request in [
+                lambda: client.simulate_post("/plants", json=FERN),
+                lambda: client.simulate_get("/plants/1"),
+                lambda: client.simulate_get("/readyz"),
+            ]:
+                result, seconds = timed(request)
+                assert_unavailable(result)
+                assert seconds < 0.25 + SLACK
+        finally:
+            store.close()
+
+
+def test_a_statement_that_waits_on_a_lock_ends_within_the_bound(config, postgres_url):
+    store = PostgresStore(postgres_url)
+    client = client_of(config, store)
+    try:
+        assert client.simulate_get("/readyz").status_code == 200
+        # The other session ends, and its lock with it, before the requests' threads are joined.
+        with ThreadPoolExecutor(2) as requests, psycopg.connect(postgres_url) as other_session:
+            other_session.execute("LOCK TABLE plants IN ACCESS EXCLUSIVE MODE")
+            post = requests.submit(timed, client.simulate_post, "/plants", json=FERN)
+            ready = requests.submit(timed, client.simulate_get, "/readyz")
+            # Bounded here too, so that a statement that never ends fails the test.
+            for answer, bound in [(post, REQUEST_SECONDS), (ready, 1)]:
+                result, seconds = answer.result(timeout=REQUEST_SECONDS + 5)
+                assert_unavailable(result)
+                assert seconds < bound + SLACK
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+    finally:
+        store.close()
+
+
+def test_a_read_only_postgresql_is_not_ready(config, postgres_url):
+    """As a standby, or a server whose disk is nearly full and set read-only, would be."""
+    PostgresStore(postgres_url).close()
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("ALTER DATABASE {} SET default_transaction_read_only = on").format(
+                sql.Identifier(connection.info.dbname)
+            )
+        )
+    store = PostgresStore(postgres_url)
+    client = client_of(config, store)
+    try:
+        assert_unavailable(client.simulate_post("/plants", json=FERN))
+        assert_unavailable(client.simulate_get("/readyz"))
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_healthz_and_readyz_answer_soon_while_writers_meet_a_stopped_postgresql(
+    postgres_cluster, tmp_path, note_figure
+):
+    """gunicorn's 8 threads are all the service has: a thread the store holds, no one else has."""
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN,
+            PLANTSTORE_STORE=postgres_cluster.url(),
+            WEB_CONCURRENCY="1",
+        ),
+        log_dir=tmp_path,
+    )
+    try:
+        assert server.request("GET", "/readyz")[0] == 200
+        postgres_cluster.stop()
+        stop = threading.Event()
+        posts = []
+        probes = {"/healthz": [], "/readyz": []}
+
+        def write(n):
+            headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+            body = b'{"id": %d, "name": "ivy"}' % n
+            while not stop.is_set():
+                posts.append(timed(server.request, "POST", "/plants", body, headers))
+
+        with ThreadPoolExecutor(20) as writers:
+            for n in range(20):
+                writers.submit(write, n)
+            deadline = time.monotonic() + 8
+            while time.monotonic() < deadline:
+                for path, answers in probes.items():
+                    answers.append(timed(server.request, "GET", path))
+                stop.wait(0.1)
+            stop.set()
+    finally:
+        server.stop()
+
+    for path, answers, status, bound in [
+        ("POST /plants", posts, 503, REQUEST_SECONDS + SLACK),
+        ("/healthz", probes["/healthz"], 200, 1),
+        ("/readyz", probes["/readyz"], 503, 1 + SLACK),
+    ]:
+        assert {answer[0] for answer, _ in answers} == {status}
+        slowest = max(seconds for _, seconds in answers)
+        note_figure(
+            f"PostgreSQL stopped under 20 writers: {len(answers)} {path}, slowest {slowest:.2f} s"
+        )
+        assert slowest < bound

@@ -49,7 +49,10 @@ class PlantStore(Protocol):
         ...
 
     def check_ready(self) -> None:
-        """Return if a write can succeed now; else raise `StoreUnavailable` saying why not."""
+        """Return if a write can succeed now; else raise `StoreUnavailable` saying why not.
+
+        It answers within a second whatever the database does: a balancer's probe waits on it.
+        """
         ...
 
     def close(self) -> None:
