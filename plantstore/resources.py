@@ -100,7 +100,8 @@ class Readiness:
     """`/readyz`: whether a write can succeed now, so a balancer sends traffic only then.
 
     A balancer asks every few seconds: the log hears of a change, with its cause, not of
-    every answer.
+    every answer; of the end of a trouble as loudly as of its start, so that whoever reads
+    the one finds the other.
     """
 
     auth_required = False
@@ -125,4 +126,4 @@ class Readiness:
         with self._lock:
             changed, self._ready = ready != self._ready, ready
         if changed:
-            logger.log(logging.INFO if ready else logging.WARNING, "%s", why)
+            logger.warning("%s", why)
