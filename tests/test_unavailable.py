@@ -1,4 +1,8 @@
-"""A store that cannot serve: 503 with a retry hint, /readyz says so, and it recovers by itself."""
+"""A store that cannot serve: 503 with a retry hint, soon; /readyz says so, and the log why.
+
+It recovers by itself, but for an SQLite file removed or replaced in use, which only a
+restart may take for the store's own.
+"""
 
 import errno
 import io
