@@ -55,8 +55,7 @@ def _open_and_close(url: str) -> None:
     """Let the service's store make (or migrate) its schema, then let go of it."""
     store = open_store(url)
     try:
-        if not store.ready():
-            raise RuntimeError("the store did not become ready")
+        store.check_ready()
     finally:
         store.close()
 

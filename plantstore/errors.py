@@ -35,7 +35,12 @@ def handle_validation_error(req, resp, ex: ValidationError, params) -> None:
 def handle_store_unavailable(req, resp, ex: StoreUnavailable, params) -> None:
     """Answer 503 with a retry hint; why goes to the log, not to the client."""
     req.log_error(f"plantstore: store unavailable: {ex}\n")
-    raise falcon.HTTPServiceUnavailable(
+    raise store_unavailable()
+
+
+def store_unavailable() -> falcon.HTTPServiceUnavailable:
+    """The 503 of a store that cannot serve now; why is for the log, not for the client."""
+    return falcon.HTTPServiceUnavailable(
         title="Service Unavailable",
         description="The store cannot serve right now; try again shortly.",
         retry_after=RETRY_AFTER_SECONDS,

@@ -1,10 +1,13 @@
 """The HTTP resources; they know the contract, not how plants are stored."""
 
+import logging
+import threading
 from urllib.parse import quote, urlencode
 
 import falcon
 import orjson
 
+from plantstore.errors import store_unavailable
 from plantstore.media import require_json
 from plantstore.schemas import (
     dump_plant,
@@ -14,6 +17,8 @@ from plantstore.schemas import (
     stored_plant,
 )
 from plantstore.stores import PlantStore, StoreUnavailable
+
+logger = logging.getLogger(__name__)
 
 
 class Plants:
@@ -99,16 +104,33 @@ class Health:
 
 
 class Readiness:
-    """`/readyz`: whether the store can serve now, so a balancer sends traffic only then."""
+    """`/readyz`: whether a write can succeed now, so a balancer sends traffic only then.
+
+    A balancer asks every few seconds: the log hears of a change, with its cause, not of
+    every answer; of the end of a trouble as loudly as of its start, so that whoever reads
+    the one finds the other.
+    """
 
     auth_required = False
 
     def __init__(self, store: PlantStore) -> None:
         self._store = store
+        self._lock = threading.Lock()
+        self._ready = True
 
     def on_get(self, req, resp):
-        if not self._store.ready():
-            raise StoreUnavailable("not ready")
+        try:
+            self._store.check_ready()
+        except StoreUnavailable as ex:
+            self._note(False, f"not ready: {ex}")
+            raise store_unavailable() from ex
+        self._note(True, "ready again")
         resp.media = {"status": "ready"}
 
     on_head = on_get
+
+    def _note(self, ready: bool, why: str) -> None:
+        with self._lock:
+            changed, self._ready = ready != self._ready, ready
+        if changed:
+            logger.warning("%s", why)

@@ -72,7 +72,9 @@ class PostgresServer:
         self._run("pg_ctl", "stop", "-w", "-m", "fast", "-D", self._data)
 
     def remove(self) -> None:
-        self.stop()
+        """Stop it if a test left it running, and remove it."""
+        if (self._data / "postmaster.pid").exists():
+            self.stop()
         shutil.rmtree(self._directory)
 
     def _run(self, program: str, *args) -> None:

@@ -1,9 +1,11 @@
-"""A worker killed with SIGKILL in the middle of the load loses no plant it acknowledged."""
+"""Faults under load: a worker killed with SIGKILL loses no plant it acknowledged, and a
+database file removed acknowledges none after."""
 
 import concurrent.futures
 import os
 import signal
 import sqlite3
+import threading
 import time
 
 import pytest
@@ -79,3 +81,49 @@ def test_a_worker_killed_mid_load_loses_no_acknowledged_plant(tmp_path, note_fig
     assert found == load.acked
     for plant_id in load.acked:
         assert stored[plant_id] == b'{"name":"plant-%d","tag":"tree"}' % plant_id
+
+
+def test_a_database_removed_under_load_acknowledges_no_plant_after(tmp_path):
+    """rm of the database, its log and its index while 10 writers create plants."""
+    database = tmp_path / "plants.db"
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE=f"sqlite:///{database}", WEB_CONCURRENCY="2"
+        ),
+        log_dir=tmp_path,
+    )
+    answers: list[tuple[int, float]] = []
+    stop = threading.Event()
+
+    def write(n):
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        plant_id = n * 1_000_000
+        while not stop.is_set():
+            started = time.monotonic()
+            body = b'{"id": %d, "name": "plant"}' % plant_id
+            answers.append((server.request("POST", "/plants", body, headers)[0], started))
+            plant_id += 1
+
+    def answered_since(moment):
+        return [status for status, started in answers if started > moment]
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(10) as writers:
+            for n in range(10):
+                writers.submit(write, n)
+            wait_for(lambda: answered_since(0).count(200) >= 200, "plants to be stored")
+            for suffix in ("", "-wal", "-shm"):
+                os.remove(f"{database}{suffix}")
+            removed = time.monotonic()
+            wait_for(lambda: len(answered_since(removed)) >= 200, "answers after the removal")
+            stop.set()
+        ready = server.request("GET", "/readyz")[0]
+    finally:
+        _, error_log = server.stop()
+
+    assert set(answered_since(removed)) == {503}
+    assert ready == 503
+    assert "was removed or replaced while in use" in error_log
+    assert "Traceback" not in error_log
+    # No worker made an empty database where the old one was, for the next start to take.
+    assert not database.exists()

@@ -1,16 +1,32 @@
-"""A store that cannot serve: 503 with a retry hint, /readyz says so, and it recovers by itself."""
+"""A store that cannot serve: 503 with a retry hint, soon; /readyz says so, and the log why.
 
+It recovers by itself, but for an SQLite file removed or replaced in use, which only a
+restart may take for the store's own.
+"""
+
+import errno
+import io
+import os
+import socket
 import sqlite3
+import subprocess
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import falcon.testing
+import psycopg
+import pytest
+from psycopg import sql
 
 from plantstore.app import create_app
-from plantstore.stores.postgres import PostgresStore
+from plantstore.stores.postgres import REQUEST_SECONDS, PostgresStore
 from plantstore.stores.sqlite import SqliteStore
 from tests.conftest import TOKEN
+from tests.gunicorn_server import GunicornServer, server_environ
 
 FERN = {"id": 1, "name": "fern"}
+IVY = {"id": 2, "name": "ivy"}
 
 
 def client_of(config, store):
@@ -43,6 +59,191 @@ def test_a_locked_sqlite_database_answers_503_until_it_is_free(config, tmp_path,
     other_process.execute("ROLLBACK")
     assert client.simulate_post("/plants", json=FERN).status_code == 200
     assert client.simulate_get("/readyz").json == {"status": "ready"}
+
+
+def test_readiness_logs_each_change_once_with_its_cause(config, tmp_path, caplog):
+    path = str(tmp_path / "plants.db")
+    client = client_of(config, SqliteStore(path, busy_timeout=0.05))
+    other_process = sqlite3.connect(path, isolation_level=None)
+    errors = io.StringIO()
+
+    def probe(times):
+        for _ in range(times):
+            client.simulate_get("/readyz", extras={"wsgi.errors": errors})
+
+    probe(2)
+    other_process.execute("BEGIN IMMEDIATE")
+    probe(3)
+    other_process.execute("ROLLBACK")
+    probe(3)
+
+    assert [(record.levelname, record.getMessage()) for record in caplog.records] == [
+        ("WARNING", f"not ready: SQLite {path}: database is locked"),
+        ("WARNING", "ready again"),
+    ]
+    assert errors.getvalue() == ""
+
+
+def test_readyz_waits_at_most_half_a_second_for_the_write_lock(config, tmp_path):
+    path = str(tmp_path / "plants.db")
+    client = client_of(config, SqliteStore(path, busy_timeout=5.0))
+    other_process = sqlite3.connect(path, isolation_level=None)
+    other_process.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    assert_unavailable(client.simulate_get("/readyz"))
+    assert time.monotonic() - started < 0.9
+    other_process.execute("ROLLBACK")
+
+
+def remove_database(path):
+    for suffix in ("", "-wal", "-shm"):
+        os.remove(f"{path}{suffix}")
+
+
+def replace_database(path):
+    """As a backup restored in its place would."""
+    other = path.with_name("other.db")
+    SqliteStore(str(other)).close()
+    remove_database(path)
+    os.replace(other, path)
+
+
+def in_a_thread_of_its_own(request):
+    """Make the request on a new thread, which has no connection of its own yet."""
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(request()))
+    thread.start()
+    thread.join()
+    return answers[0]
+
+
+@pytest.mark.parametrize("change", [remove_database, replace_database])
+def test_a_sqlite_file_removed_or_replaced_in_use_is_refused_until_a_restart(
+    config, tmp_path, caplog, change
+):
+    """What the store writes then goes to a file nobody opens again: it must not answer 200."""
+    path = tmp_path / "plants.db"
+    store = SqliteStore(str(path))
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        change(path)
+        replacement = path.exists() and path.stat().st_ino
+
+        assert_unavailable(
+            in_a_thread_of_its_own(lambda: client.simulate_post("/plants", json=IVY))
+        )
+        # No connection of the store made an empty database where the old one was.
+        assert (path.exists() and path.stat().st_ino) == replacement
+        assert_unavailable(client.simulate_post("/plants", json=IVY))
+        assert_unavailable(client.simulate_get("/plants/1"))
+        assert_unavailable(client.simulate_get("/readyz"))
+        assert client.simulate_get("/healthz").status_code == 200
+
+        # Still refused when a database is back at the path: only a restart takes it.
+        if not path.exists():
+            SqliteStore(str(path)).close()
+        assert_unavailable(client.simulate_post("/plants", json=IVY))
+        assert_unavailable(client.simulate_get("/readyz"))
+    finally:
+        store.close()
+    stored = sqlite3.connect(path).execute("SELECT id FROM plants").fetchall()
+    assert stored == []
+    store_errors = [r for r in caplog.records if r.name == "plantstore.stores.sqlite"]
+    assert [(r.levelname, r.getMessage()) for r in store_errors] == [
+        (
+            "ERROR",
+            f"SQLite {path} was removed or replaced while in use: this process refuses every "
+            "request until it restarts, since what it wrote went to a file nobody will open again",
+        )
+    ]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A tmpfs of 1 MiB, for a test to fill; skipped where this process may not mount one."""
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "plantstore-test", mountpoint],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill: {mounted.stderr.strip()}")
+    yield mountpoint
+    subprocess.run(["umount", "--lazy", mountpoint], check=True)
+
+
+def fill(path):
+    """Write to `path` until the disk is full."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(descriptor, b"x" * 4096)
+    except OSError as ex:
+        assert ex.errno == errno.ENOSPC
+    finally:
+        os.close(descriptor)
+
+
+def readiness_told(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "plantstore.resources"]
+
+
+def test_a_full_disk_is_not_ready_until_there_is_room_again(config, small_disk, caplog):
+    path = small_disk / "plants.db"
+    store = SqliteStore(str(path))
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        fill(small_disk / "filler")
+        assert_unavailable(client.simulate_post("/plants", json=IVY))
+        assert_unavailable(client.simulate_get("/readyz"))
+        assert readiness_told(caplog) == [f"not ready: SQLite {path}: database or disk is full"]
+
+        (small_disk / "filler").unlink()
+        assert client.simulate_get("/readyz").json == {"status": "ready"}
+        assert client.simulate_post("/plants", json=IVY).status_code == 200
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """Make files immutable (`chattr +i`, which binds root too) and mutable again after."""
+    made = []
+
+    def make(*paths):
+        done = subprocess.run(["chattr", "+i", *paths], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make a file immutable: {done.stderr.strip()}")
+        made.extend(paths)
+
+    yield make
+    if made:
+        subprocess.run(["chattr", "-i", *made], check=True)
+
+
+@pytest.mark.parametrize("suffixes", [("",), ("", "-wal")], ids=["file", "file and log"])
+def test_an_immutable_database_is_not_ready(config, tmp_path, immutable, suffixes, caplog):
+    """Made immutable with its log, no write succeeds; without, connections opened before go
+    on writing to the log, but a thread's first connection cannot, and no checkpoint can."""
+    path = tmp_path / "plants.db"
+    store = SqliteStore(str(path))
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        immutable(*(f"{path}{suffix}" for suffix in suffixes))
+        assert_unavailable(client.simulate_get("/readyz"))
+        assert readiness_told(caplog) == [
+            f"not ready: SQLite {path}: attempt to write a readonly database"
+        ]
+        assert_unavailable(
+            in_a_thread_of_its_own(lambda: client.simulate_post("/plants", json=IVY))
+        )
+    finally:
+        store.close()
 
 
 def test_readyz_needs_no_token(anonymous):
@@ -96,3 +297,151 @@ def test_a_postgresql_restart_between_requests_costs_no_request(config, postgres
         assert client.simulate_get("/readyz").status_code == 200
     finally:
         store.close()
+
+
+def timed(call, *args, **kwargs):
+    """What `call` answers, and how many seconds it took."""
+    started = time.monotonic()
+    result = call(*args, **kwargs)
+    return result, time.monotonic() - started
+
+
+#: What a thread switch or a busy machine may add to a bound, in seconds.
+SLACK = 0.3
+
+
+def test_with_postgresql_down_no_request_waits_past_the_bound(config, postgres_cluster):
+    store = PostgresStore(postgres_cluster.url())
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+        postgres_cluster.stop()
+
+        def post(n):
+            return timed(lambda: client.simulate_post("/plants", json={"id": n, "name": "ivy"}))
+
+        with ThreadPoolExecutor(20) as writers:
+            answers = list(writers.map(post, range(2, 22)))
+        for result, seconds in answers:
+            assert_unavailable(result)
+            assert seconds < REQUEST_SECONDS + SLACK
+        # Now that the store knows, a request holds its thread only briefly.
+        for n in range(3):
+            result, seconds = post(n)
+            assert_unavailable(result)
+            assert seconds < 0.25 + SLACK
+        result, seconds = timed(lambda: client.simulate_get("/readyz"))
+        assert_unavailable(result)
+        assert seconds < 1
+    finally:
+        store.close()
+
+
+def test_a_database_that_never_answers_holds_no_request_long(config):
+    """The port accepts connections, and the server behind it never says a word."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        store = PostgresStore(f"postgresql://plantstore@127.0.0.1:{silent.getsockname()[1]}/p")
+        client = client_of(config, store)
+        try:
+            for request in [
+                lambda: client.simulate_post("/plants", json=FERN),
+                lambda: client.simulate_get("/plants/1"),
+                lambda: client.simulate_get("/readyz"),
+            ]:
+                result, seconds = timed(request)
+                assert_unavailable(result)
+                assert seconds < 0.25 + SLACK
+        finally:
+            store.close()
+
+
+def test_a_statement_that_waits_on_a_lock_ends_within_the_bound(config, postgres_url):
+    store = PostgresStore(postgres_url)
+    client = client_of(config, store)
+    try:
+        assert client.simulate_get("/readyz").status_code == 200
+        # The other session ends, and its lock with it, before the requests' threads are joined.
+        with ThreadPoolExecutor(2) as requests, psycopg.connect(postgres_url) as other_session:
+            other_session.execute("LOCK TABLE plants IN ACCESS EXCLUSIVE MODE")
+            post = requests.submit(timed, client.simulate_post, "/plants", json=FERN)
+            ready = requests.submit(timed, client.simulate_get, "/readyz")
+            # Bounded here too, so that a statement that never ends fails the test.
+            for answer, bound in [(post, REQUEST_SECONDS), (ready, 1)]:
+                result, seconds = answer.result(timeout=REQUEST_SECONDS + 5)
+                assert_unavailable(result)
+                assert seconds < bound + SLACK
+        assert client.simulate_post("/plants", json=FERN).status_code == 200
+    finally:
+        store.close()
+
+
+def test_a_read_only_postgresql_is_not_ready(config, postgres_url):
+    """As a standby, or a server whose disk is nearly full and set read-only, would be."""
+    PostgresStore(postgres_url).close()
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("ALTER DATABASE {} SET default_transaction_read_only = on").format(
+                sql.Identifier(connection.info.dbname)
+            )
+        )
+    store = PostgresStore(postgres_url)
+    client = client_of(config, store)
+    try:
+        assert_unavailable(client.simulate_post("/plants", json=FERN))
+        assert_unavailable(client.simulate_get("/readyz"))
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_healthz_and_readyz_answer_soon_while_writers_meet_a_stopped_postgresql(
+    postgres_cluster, tmp_path, note_figure
+):
+    """gunicorn's 8 threads are all the service has: a thread the store holds, no one else has."""
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN,
+            PLANTSTORE_STORE=postgres_cluster.url(),
+            WEB_CONCURRENCY="1",
+        ),
+        log_dir=tmp_path,
+    )
+    try:
+        assert server.request("GET", "/readyz")[0] == 200
+        postgres_cluster.stop()
+        stop = threading.Event()
+        posts = []
+        probes = {"/healthz": [], "/readyz": []}
+
+        def write(n):
+            headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+            body = b'{"id": %d, "name": "ivy"}' % n
+            while not stop.is_set():
+                posts.append(timed(server.request, "POST", "/plants", body, headers))
+
+        with ThreadPoolExecutor(20) as writers:
+            for n in range(20):
+                writers.submit(write, n)
+            deadline = time.monotonic() + 8
+            while time.monotonic() < deadline:
+                for path, answers in probes.items():
+                    answers.append(timed(server.request, "GET", path))
+                stop.wait(0.1)
+            stop.set()
+    finally:
+        _, error_log = server.stop()
+
+    # Said once, with its cause, however many probes were answered 503.
+    assert error_log.count("not ready: PostgreSQL") == 1
+
+    for path, answers, status, bound in [
+        ("POST /plants", posts, 503, REQUEST_SECONDS + SLACK),
+        ("/healthz", probes["/healthz"], 200, 1),
+        ("/readyz", probes["/readyz"], 503, 1 + SLACK),
+    ]:
+        assert {answer[0] for answer, _ in answers} == {status}
+        slowest = max(seconds for _, seconds in answers)
+        note_figure(
+            f"PostgreSQL stopped under 20 writers: {len(answers)} {path}, slowest {slowest:.2f} s"
+        )
+        assert slowest < bound

@@ -48,8 +48,11 @@ class PlantStore(Protocol):
         """
         ...
 
-    def ready(self) -> bool:
-        """Tell whether the store can serve now."""
+    def check_ready(self) -> None:
+        """Return if a write can succeed now; else raise `StoreUnavailable` saying why not.
+
+        It answers within a second whatever the database does: a balancer's probe waits on it.
+        """
         ...
 
     def close(self) -> None:

@@ -54,8 +54,8 @@ class MemoryStore:
                 ids = ids.irange(minimum=after, inclusive=(False, True))
             return [(plant_id, self._plants[plant_id]) for plant_id in islice(ids, limit)]
 
-    def ready(self) -> bool:
-        return True
+    def check_ready(self) -> None:
+        """Memory takes a write whenever the process runs."""
 
     def close(self) -> None:
         """Nothing to let go of: the plants go with the process."""

@@ -1,5 +1,6 @@
 """A store in PostgreSQL: durable, and shared by every process on every machine."""
 
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from functools import partial
@@ -13,9 +14,17 @@ from plantstore.stores.sql import page_query, steps_to_take, tag_key
 
 #: Connections a worker may hold: one per thread of the default `GUNICORN_THREADS`.
 POOL_SIZE = 8
-#: Seconds a request waits for a connection (or a connection attempt waits for the server)
-#: before the store is reported unavailable.
-WAIT_SECONDS = 3.0
+#: Seconds a request may spend on the database in all, waiting for a connection and then
+#: running its statement, before the store is reported unavailable.
+REQUEST_SECONDS = 3.0
+#: Seconds the server lets a statement run (`statement_timeout`), waiting on a lock included.
+STATEMENT_SECONDS = 0.5
+#: Seconds a request waits for a connection while the database is out of reach: the pool
+#: goes on connecting in the background, so a short wait finds the database when it is back,
+#: and gunicorn's threads, freed quickly, stay free for /healthz and /readyz.
+OUTAGE_WAIT_SECONDS = 0.25
+#: Seconds readiness waits for a connection: with its statement, it answers within a second.
+READY_WAIT_SECONDS = 0.4
 #: Seconds the pool keeps retrying a lost connection in the background, backing off; after
 #: that it gives up and the next request that needs a connection starts a fresh attempt, so
 #: the store is never more than a few seconds late in noticing that the server is back.
@@ -23,8 +32,11 @@ RECONNECT_SECONDS = 10.0
 
 _T = TypeVar("_T")
 
-#: What every connection is opened with, besides the URL.
-_CONNECT = {"autocommit": True, "connect_timeout": round(WAIT_SECONDS)}
+#: What every connection is opened with, besides the URL; 2 s is libpq's shortest timeout.
+_CONNECT = {"autocommit": True, "connect_timeout": 2}
+#: Errors of a database that cannot serve now: down, unreachable, out of time or of disk, or
+#: read-only (a standby, or `default_transaction_read_only`).
+_CANNOT_SERVE = (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction)
 #: Held while the schema changes, so that workers starting together change it once.
 _SCHEMA_LOCK = 0x706C616E7473
 
@@ -97,6 +109,15 @@ def _migrate(connection: psycopg.Connection) -> None:
             )
 
 
+def _configure(connection: psycopg.Connection) -> None:
+    """Make a new pooled connection ready: the schema up to date, then its statements bounded.
+
+    Not before: a migration may take long, or wait long for another worker's.
+    """
+    _migrate(connection)
+    connection.execute(f"SET statement_timeout = {round(STATEMENT_SECONDS * 1000)}")
+
+
 class PostgresStore:
     """Plants in a PostgreSQL table, through a pool of connections opened in this process.
 
@@ -104,6 +125,10 @@ class PostgresStore:
     worker): a connection inherited across a fork would be shared by accident. The pool
     connects in the background, so a worker starts even while the database is down, and it
     replaces a connection that broke; meanwhile its methods raise `StoreUnavailable`.
+
+    No call waits on the database longer than `REQUEST_SECONDS` (readiness, a second), and
+    while the database is out of reach a call waits only `OUTAGE_WAIT_SECONDS`: a thread held
+    by the store is one that /healthz and other requests cannot have.
 
     The database's primary key decides who wins an id, in one statement, so the duplicate rule
     holds across processes and machines. Each statement commits on its own (autocommit), and
@@ -119,15 +144,16 @@ class PostgresStore:
     def __init__(self, url: str) -> None:
         # Migrate now when the server is up, so that a schema too new stops the worker; when it
         # is down, the pool migrates as it connects.
+        self._out_of_reach = True
         with suppress(psycopg.OperationalError), psycopg.connect(url, **_CONNECT) as connection:
             _migrate(connection)
+            self._out_of_reach = False
         self._pool = ConnectionPool(
             url,
             kwargs=_CONNECT,
             min_size=1,
             max_size=POOL_SIZE,
-            configure=_migrate,
-            timeout=WAIT_SECONDS,
+            configure=_configure,
             reconnect_timeout=RECONNECT_SECONDS,
             name="plantstore",
             open=True,
@@ -147,34 +173,51 @@ class PostgresStore:
             partial(_page, query=page_query(after, limit, tag, plant="plant::text", marker="%s"))
         )
 
-    def ready(self) -> bool:
-        try:
-            self._on_a_connection(_ping)
-        except StoreUnavailable:
-            return False
-        return True
+    def check_ready(self) -> None:
+        """Run a write that changes nothing: it fails where a plant's would, and as soon.
+
+        A read-only server or session, a standby, or a lock on the table that outlasts
+        `STATEMENT_SECONDS` refuse it, as they refuse an insert.
+        """
+        self._on_a_connection(_write_nothing, wait=READY_WAIT_SECONDS)
 
     def close(self) -> None:
         self._pool.close()
 
-    def _on_a_connection(self, work: Callable[[psycopg.Connection], _T]) -> _T:
+    def _on_a_connection(
+        self,
+        work: Callable[[psycopg.Connection], _T],
+        wait: float = REQUEST_SECONDS - STATEMENT_SECONDS,
+    ) -> _T:
         """Do `work` on a pooled connection; on one the server dropped, do it again on another.
+
+        Waits for connections at most `wait` seconds in all, or `OUTAGE_WAIT_SECONDS` while the
+        database is out of reach; each statement of `work` runs at most `STATEMENT_SECONDS`.
 
         A pooled connection the server dropped while idle (it restarted) fails only when used;
         each is then thrown away, so a restart costs no request. `work` is safe to repeat: a
         plant is only inserted where the id holds none, and a delete whose answer was lost
         changes nothing when repeated (but then answers that it found nothing).
         """
-        for _ in range(POOL_SIZE + 1):
+        deadline = time.monotonic() + wait
+        while True:
+            left = deadline - time.monotonic()
+            if self._out_of_reach:
+                left = min(left, OUTAGE_WAIT_SECONDS)
             connection = None
             try:
-                with self._pool.connection() as connection:
-                    return work(connection)
-            except psycopg.OperationalError as ex:
-                if connection is None or not connection.broken:
+                with self._pool.connection(timeout=left) as connection:
+                    done = work(connection)
+            except _CANNOT_SERVE as ex:
+                dropped = connection is not None and connection.broken
+                if connection is None or dropped:
+                    # No connection came in time, or the server dropped the one that did.
+                    self._out_of_reach = True
+                if not dropped or time.monotonic() >= deadline:
                     raise StoreUnavailable(f"PostgreSQL: {ex}") from ex
-                lost = ex
-        raise StoreUnavailable(f"PostgreSQL: {lost}") from lost
+            else:
+                self._out_of_reach = False
+                return done
 
 
 def _add(connection: psycopg.Connection, plant_id: int, plant: bytes) -> bytes:
@@ -210,5 +253,5 @@ def _page(connection: psycopg.Connection, query: tuple[str, tuple]) -> list[tupl
     return [(plant_id, plant.encode()) for plant_id, plant in rows]
 
 
-def _ping(connection: psycopg.Connection) -> None:
-    connection.execute("SELECT 1")
+def _write_nothing(connection: psycopg.Connection) -> None:
+    connection.execute("DELETE FROM plants WHERE false")

@@ -1,16 +1,23 @@
 """A store in a SQLite file: durable, and shared by every process on one machine."""
 
+import logging
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import quote
 
 from plantstore.stores import StoreUnavailable
 from plantstore.stores.sql import page_query, steps_to_take, tag_key
 
 #: Seconds between attempts to switch a new database to its write-ahead log.
 _SWITCH_RETRY_SECONDS = 0.005
+#: Seconds readiness waits for the write lock, at most: a balancer's probe wants an answer soon.
+READY_SECONDS = 0.5
+
+logger = logging.getLogger(__name__)
 
 
 def _set_up(connection: sqlite3.Connection, busy_timeout: float) -> None:
@@ -30,6 +37,15 @@ def _set_up(connection: sqlite3.Connection, busy_timeout: float) -> None:
     # In WAL mode FULL syncs the log at every commit: a plant answered with 200 is on disk.
     # NORMAL would keep the file consistent but could lose the last commits to a power cut.
     connection.execute("PRAGMA synchronous = FULL")
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """Name the file at `path` by its device and inode, or None when there is none."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _create_plants(connection: sqlite3.Connection) -> None:
@@ -60,6 +76,13 @@ class SqliteStore:
     The database's primary key decides who wins an id, in one statement, so the duplicate rule
     holds across threads and processes.
 
+    It answers only for the file it opened. A file removed or replaced under it stays open,
+    and takes writes that nobody will read again, since whoever opens the path finds another
+    file (or makes an empty one). So after every call it checks that the path still names the
+    file it opened; once it does not, the store refuses every call until the process restarts:
+    reopening the path would quietly serve whatever is there now, most likely an empty database,
+    and only its operator knows whether that is right.
+
     Args:
         path: the database file; made, with its table, on first start.
         busy_timeout: seconds a write waits for another process's write before giving up.
@@ -75,12 +98,21 @@ class SqliteStore:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        with self._served() as connection:
+        self._lost: str | None = None
+        try:
+            connection = self._open(create=True)
+        except sqlite3.OperationalError as ex:
+            raise StoreUnavailable(f"SQLite {path}: {ex}") from ex
+        # The file this store answers for: the one just opened, or made.
+        self._file = _identity(path)
+        self._local.connection = self._register(connection)
+        with self._served():
             self._migrate(connection)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
         row = (plant_id, plant.decode(), tag_key(plant))
-        with self._served() as connection:
+        with self._served():
+            connection = self._connection()
             # A delete may free the id between the two statements: then take it again.
             while True:
                 inserted = connection.execute(
@@ -97,31 +129,44 @@ class SqliteStore:
                     return kept[0].encode()
 
     def get(self, plant_id: int) -> bytes | None:
-        with self._served() as connection:
+        with self._served():
+            connection = self._connection()
             kept = connection.execute(
                 "SELECT plant FROM plants WHERE id = ?", (plant_id,)
             ).fetchone()
         return None if kept is None else kept[0].encode()
 
     def delete(self, plant_id: int) -> bool:
-        with self._served() as connection:
+        with self._served():
+            connection = self._connection()
             return connection.execute("DELETE FROM plants WHERE id = ?", (plant_id,)).rowcount > 0
 
     def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
         query, values = page_query(after, limit, tag, plant="plant", marker="?")
-        with self._served() as connection:
-            rows = connection.execute(query, values).fetchall()
+        with self._served():
+            rows = self._connection().execute(query, values).fetchall()
         return [(plant_id, plant.encode()) for plant_id, plant in rows]
 
-    def ready(self) -> bool:
-        """Take the write lock and let it go: adds and deletes need it."""
-        try:
-            connection = self._connection()
-            connection.execute("BEGIN IMMEDIATE")
-            connection.execute("ROLLBACK")
-        except (sqlite3.OperationalError, StoreUnavailable):
-            return False
-        return True
+    def check_ready(self) -> None:
+        """Commit a write, on a connection opened for it, to the file this store opened.
+
+        The write sets the schema version to what it is, so it changes nothing, yet it takes
+        the path every plant takes: the write lock, the log and its sync, which fail when the
+        disk is full or the file can no longer be written. A fresh connection also meets what a
+        thread opening its first one would: a file that can no longer be opened for writing,
+        which connections opened before go on writing to for a while.
+        """
+        with self._served():
+            connection = self._open(
+                create=False, busy_timeout=min(self._busy_timeout, READY_SECONDS)
+            )
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                (version,) = connection.execute("PRAGMA user_version").fetchone()
+                connection.execute(f"PRAGMA user_version = {version}")
+                connection.execute("COMMIT")
+            finally:
+                connection.close()
 
     def close(self) -> None:
         """Close every thread's connection; the last one to close folds the log into the file."""
@@ -150,38 +195,71 @@ class SqliteStore:
                 connection.execute(f"PRAGMA user_version = {len(_STEPS)}")
 
     @contextmanager
-    def _served(self) -> Iterator[sqlite3.Connection]:
-        """Lend the calling thread's connection; a database that cannot serve is unavailable."""
+    def _served(self) -> Iterator[None]:
+        """Answer for the database only while it is the file opened; its failures are unavailable.
+
+        The file is checked once the work is done, so that nothing done to a file that was
+        replaced meanwhile is answered as done; and when the work failed, since a file replaced
+        is then the cause to tell.
+        """
+        if self._lost is not None:
+            raise StoreUnavailable(self._lost)
         try:
-            yield self._connection()
+            yield
         except sqlite3.OperationalError as ex:
+            self._check_file()
             raise StoreUnavailable(f"SQLite {self._path}: {ex}") from ex
+        self._check_file()
+
+    def _check_file(self) -> None:
+        """Refuse every call from now on, and say why in the log once, if the file was replaced."""
+        if _identity(self._path) == self._file:
+            return
+        with self._lock:
+            if self._lost is None:
+                self._lost = (
+                    f"SQLite {self._path} was removed or replaced while in use: this process "
+                    "refuses every request until it restarts, since what it wrote went to a "
+                    "file nobody will open again"
+                )
+                logger.error("%s", self._lost)
+        raise StoreUnavailable(self._lost)
 
     def _connection(self) -> sqlite3.Connection:
         """The calling thread's connection, opened on its first use."""
         connection = getattr(self._local, "connection", None)
         if connection is None:
-            connection = self._connect()
+            connection = self._register(self._open(create=False))
             self._local.connection = connection
+            # Opened on whatever is at the path now: write nothing to another file.
+            self._check_file()
         return connection
 
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            # Autocommit: each statement is its own transaction. `check_same_thread` is off only
-            # so that `close` may close every thread's connection; each is used by its own.
-            connection = sqlite3.connect(
-                self._path,
-                timeout=self._busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            try:
-                _set_up(connection, self._busy_timeout)
-            except sqlite3.Error:
-                connection.close()
-                raise
-        except sqlite3.OperationalError as ex:
-            raise StoreUnavailable(f"SQLite {self._path}: {ex}") from ex
+    def _register(self, connection: sqlite3.Connection) -> sqlite3.Connection:
+        """Keep `connection` for `close`."""
         with self._lock:
             self._connections.append(connection)
+        return connection
+
+    def _open(self, create: bool, busy_timeout: float | None = None) -> sqlite3.Connection:
+        """Connect to the file; only the store's first connection may make it.
+
+        A later one that made the file would make an empty database where the store's was
+        removed, which the next process to start would take for the store's own.
+        """
+        busy_timeout = self._busy_timeout if busy_timeout is None else busy_timeout
+        # Autocommit: each statement is its own transaction. `check_same_thread` is off only
+        # so that `close` may close every thread's connection; each is used by its own.
+        connection = sqlite3.connect(
+            f"file:{quote(self._path)}?mode={'rwc' if create else 'rw'}",
+            uri=True,
+            timeout=busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            _set_up(connection, busy_timeout)
+        except sqlite3.Error:
+            connection.close()
+            raise
         return connection
