@@ -49,7 +49,7 @@ worker_class = "plantstore.worker.EdgeWorker"
 threads = _read(env_int, "GUNICORN_THREADS", 8, 1)
 
 # Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.
-forwarded_allow_ips = ",".join(_config.forwarded_allow_ips)
+forwarded_allow_ips = str(_config.forwarded_allow_ips)
 
 # Bounds on the request line and headers; a request over them is refused before the app.
 limit_request_line = _read(env_int, "GUNICORN_LIMIT_REQUEST_LINE", 4094)

@@ -5,16 +5,17 @@ master and every worker read the same settings the same way. A bad value is a `C
 that names the variable and what it accepts, and never echoes a token.
 """
 
-import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from plantstore.proxy import TrustedProxies
 from plantstore.stores import store_kind
 
 DEFAULT_MAX_BODY_BYTES = 65536
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
+DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
 DEFAULT_STORE = "memory://"
 STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 
@@ -102,19 +103,14 @@ def _read_tokens_file(path: str) -> list[str]:
     return tokens
 
 
-def _read_forwarded_allow_ips(environ: Mapping[str, str]) -> tuple[str, ...]:
+def _read_forwarded_allow_ips(environ: Mapping[str, str]) -> TrustedProxies:
     """Addresses or networks of trusted proxies, as gunicorn reads them; `*` is everyone."""
-    raw = environ.get("FORWARDED_ALLOW_IPS", DEFAULT_FORWARDED_ALLOW_IPS)
-    allowed = tuple(entry.strip() for entry in raw.split(",") if entry.strip())
-    for entry in allowed:
-        if entry != "*":
-            try:
-                ipaddress.ip_network(entry)
-            except ValueError:
-                raise ConfigError(
-                    f"FORWARDED_ALLOW_IPS must list addresses or networks, not {entry!r}"
-                ) from None
-    return allowed
+    try:
+        return TrustedProxies.parse(environ.get("FORWARDED_ALLOW_IPS", DEFAULT_FORWARDED_ALLOW_IPS))
+    except ValueError as ex:
+        raise ConfigError(
+            f"FORWARDED_ALLOW_IPS must list addresses or networks, not {str(ex)!r}"
+        ) from None
 
 
 def _read_store(environ: Mapping[str, str]) -> str:
@@ -150,7 +146,7 @@ class Config:
 
     tokens: frozenset[str]
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    forwarded_allow_ips: tuple[str, ...] = tuple(DEFAULT_FORWARDED_ALLOW_IPS.split(","))
+    forwarded_allow_ips: TrustedProxies = DEFAULT_TRUSTED_PROXIES
     store_url: str = DEFAULT_STORE
 
     @classmethod

@@ -5,6 +5,7 @@ import pytest
 
 from plantstore.app import create_app
 from plantstore.config import Config, ConfigError
+from plantstore.proxy import TrustedProxies
 
 
 def remote_addr_seen(config, peer, forwarded_for):
@@ -36,15 +37,15 @@ def test_only_a_trusted_peer_names_the_client(config, peer, forwarded_for, seen)
 @pytest.mark.parametrize(
     ("allowed", "peer", "seen"),
     [
-        (("10.0.0.0/8",), "10.1.2.3", "203.0.113.7"),
-        (("10.0.0.0/8",), "127.0.0.1", "127.0.0.1"),
-        (("*",), "192.0.2.1", "203.0.113.7"),
-        ((), "127.0.0.1", "127.0.0.1"),
-        ((), "", "203.0.113.7"),
+        ("10.0.0.0/8", "10.1.2.3", "203.0.113.7"),
+        ("10.0.0.0/8", "127.0.0.1", "127.0.0.1"),
+        ("*", "192.0.2.1", "203.0.113.7"),
+        ("", "127.0.0.1", "127.0.0.1"),
+        ("", "", "203.0.113.7"),
     ],
 )
 def test_the_trusted_proxies_are_configured(config, allowed, peer, seen):
-    config = Config(tokens=config.tokens, forwarded_allow_ips=allowed)
+    config = Config(tokens=config.tokens, forwarded_allow_ips=TrustedProxies.parse(allowed))
     assert remote_addr_seen(config, peer, "203.0.113.7") == seen
 
 
@@ -61,7 +62,8 @@ def test_forwarded_allow_ips_is_read_as_gunicorn_reads_it(raw, allowed):
     environ = {"PLANTSTORE_TOKENS": "a"}
     if raw is not None:
         environ["FORWARDED_ALLOW_IPS"] = raw
-    assert Config.from_env(environ).forwarded_allow_ips == allowed
+    trusted = Config.from_env(environ).forwarded_allow_ips
+    assert (trusted.entries, str(trusted)) == (allowed, ",".join(allowed))
 
 
 @pytest.mark.parametrize("raw", ["proxy.example", "10.0.0.1/8", "127.0.0.1 ::1"])
