@@ -24,7 +24,8 @@ class GunicornServer:
     loopback TCP socket, or a unix socket at `unix_path` (as a reverse proxy would use).
 
     gunicorn's output comes back from `stop()`; with `log_dir` it goes to `access.log` and
-    `error.log` there instead of a pipe, for runs long enough to fill a pipe.
+    `error.log` there instead of a pipe, for runs long enough to fill a pipe. With `cpu`, the
+    server runs on that CPU alone (the benchmark's load generator takes the other).
     """
 
     def __init__(
@@ -33,9 +34,10 @@ class GunicornServer:
         *args: str,
         unix_path: Path | None = None,
         log_dir: Path | None = None,
+        cpu: int | None = None,
     ) -> None:
         if unix_path is None:
-            self._socket = socket.create_server(("127.0.0.1", 0))
+            self._socket = socket.create_server(("127.0.0.1", 0), backlog=1024)
             self.port = self._socket.getsockname()[1]
         else:
             self._socket = socket.socket(socket.AF_UNIX)
@@ -57,6 +59,7 @@ class GunicornServer:
                 stdout=stdout,
                 stderr=stderr,
                 text=True,
+                preexec_fn=None if cpu is None else lambda: os.sched_setaffinity(0, {cpu}),
             )
 
     @property
@@ -105,11 +108,12 @@ class GunicornServer:
 
 
 def server_environ(**overrides: str) -> dict[str, str]:
+    """The environment minus the service's own settings, so every run has the defaults."""
     environ = {
         name: value
         for name, value in os.environ.items()
         if not name.startswith(
-            ("PLANTSTORE_", "GUNICORN_", "WEB_CONCURRENCY", "FORWARDED_ALLOW_IPS")
+            ("PLANTSTORE_", "GUNICORN_", "WEB_CONCURRENCY", "FORWARDED_ALLOW_IPS", "BENCH_")
         )
     }
     environ.update(overrides)
