@@ -8,6 +8,7 @@ from marshmallow import ValidationError
 
 from plantstore.auth import BearerAuth
 from plantstore.config import Config
+from plantstore.cors import Cors
 from plantstore.docs import add_docs
 from plantstore.errors import handle_store_unavailable, handle_validation_error, serialize_error
 from plantstore.logs import Request
@@ -31,9 +32,15 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
         store = open_store(config.store_url)
         atexit.register(store.close)
 
+    # CORS, when on, comes first: Falcon runs `process_response` in the reverse order of this
+    # list and (independent middleware, its default) for every request, even one a middleware
+    # answered itself. So CORS is the last to touch an answer, whoever wrote it (a responder, an
+    # error handler, BearerAuth's 401, BodyLimit's 413), and sees what the others added to it.
+    cors = [Cors(config.cors_origins)] if config.cors_origins else []
     app = falcon.App(
         request_type=Request,
         middleware=[
+            *cors,
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),
             BearerAuth(config.tokens),

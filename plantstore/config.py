@@ -6,6 +6,7 @@ that names the variable and what it accepts, and never echoes a token.
 """
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,12 @@ DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
 DEFAULT_STORE = "memory://"
 STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
+#: An origin as a browser writes it in `Origin`: lower case, no path, no default port.
+_ORIGIN = re.compile(
+    r"(?P<scheme>[a-z][a-z0-9+.-]*)://(\[[0-9a-f:.]+\]|[a-z0-9-]+(\.[a-z0-9-]+)*)"
+    r"(:(?P<port>[1-9][0-9]{0,4}))?"
+)
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
 class ConfigError(ValueError):
@@ -140,6 +147,31 @@ def _read_store(environ: Mapping[str, str]) -> str:
     raise ConfigError(f"PLANTSTORE_STORE must be {STORE_FORMS}")
 
 
+def _read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Origins whose pages may call the service from a browser; `*` alone is any origin.
+
+    Falcon compares an origin as text, so one not written as a browser sends it (`Origin`:
+    `https://shop.example`, never `HTTPS://Shop.example/` or `https://shop.example:443`) would
+    match no request: it stops the start instead of leaving the page blocked without a word.
+    """
+    raw = environ.get("PLANTSTORE_CORS_ORIGINS", "")
+    origins = tuple(entry.strip() for entry in raw.split(",") if entry.strip())
+    if origins == ("*",):
+        return origins
+    for origin in origins:
+        match = _ORIGIN.fullmatch(origin)
+        port = match["port"] if match else None
+        if not match or (
+            port and (int(port) > 65535 or port == _DEFAULT_PORTS.get(match["scheme"]))
+        ):
+            raise ConfigError(
+                "PLANTSTORE_CORS_ORIGINS must list origins as a browser sends them, "
+                "scheme://host[:port] in lower case without a path or the default port "
+                f"(https://shop.example), or be * alone; not {origin!r}"
+            )
+    return origins
+
+
 @dataclass(frozen=True)
 class Config:
     """What the app needs to know; tests build one directly instead of using `from_env`."""
@@ -148,6 +180,7 @@ class Config:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     forwarded_allow_ips: TrustedProxies = DEFAULT_TRUSTED_PROXIES
     store_url: str = DEFAULT_STORE
+    cors_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
@@ -158,4 +191,5 @@ class Config:
             ),
             forwarded_allow_ips=_read_forwarded_allow_ips(environ),
             store_url=_read_store(environ),
+            cors_origins=_read_cors_origins(environ),
         )

@@ -157,6 +157,12 @@ BAD_SETTINGS = {
         "PLANTSTORE_TOKENS_FILE cannot be read: {tmp}/missing: No such file or directory",
     ),
     "PLANTSTORE_MAX_BODY_BYTES": ("0", f"PLANTSTORE_MAX_BODY_BYTES {WHOLE} of at least 1, not '0'"),
+    "PLANTSTORE_CORS_ORIGINS": (
+        "https://Shop.example/",
+        "PLANTSTORE_CORS_ORIGINS must list origins as a browser sends them, scheme://host[:port] "
+        "in lower case without a path or the default port (https://shop.example), or be * "
+        "alone; not 'https://Shop.example/'",
+    ),
     "PLANTSTORE_STORE": (
         "sqlite:///{tmp}/missing/plants.db",
         "PLANTSTORE_STORE names a SQLite file in {tmp}/missing, which is not a directory: "
