@@ -9,11 +9,12 @@ from marshmallow import ValidationError
 from plantstore.auth import BearerAuth
 from plantstore.config import Config
 from plantstore.errors import handle_store_unavailable, handle_validation_error, serialize_error
+from plantstore.metrics import Metrics, MetricsEndpoint, RequestMetrics
 from plantstore.middleware import BodyLimit, RequestId
 from plantstore.openapi import OpenApiDocument
 from plantstore.proxy import ForwardedClient
 from plantstore.resources import Health, Plant, Plants, Readiness
-from plantstore.stores import PlantStore, StoreUnavailable, open_store
+from plantstore.stores import PlantStore, StoreUnavailable, open_store, store_kind
 
 
 def create_app(config: Config | None = None, store: PlantStore | None = None) -> falcon.App:
@@ -28,8 +29,10 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
         store = open_store(config.store_url)
         atexit.register(store.close)
 
+    metrics = Metrics(store, store_kind(config.store_url))
     app = falcon.App(
         middleware=[
+            RequestMetrics(metrics),
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),
             BearerAuth(config.tokens),
@@ -50,4 +53,5 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Readiness(store))
     app.add_route("/openapi.json", OpenApiDocument())
+    app.add_route("/metrics", MetricsEndpoint(metrics, public=config.metrics_public))
     return app

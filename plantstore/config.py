@@ -104,6 +104,14 @@ def _read_store(environ: Mapping[str, str]) -> str:
     raise ConfigError(f"PLANTSTORE_STORE must be {STORE_FORMS}")
 
 
+def _read_flag(environ: Mapping[str, str], name: str) -> bool:
+    """A yes/no setting: `1` or `0`, off when unset, so a typo cannot turn it on."""
+    raw = environ.get(name, "").strip()
+    if raw not in ("", "0", "1"):
+        raise ConfigError(f"{name} must be 1 or 0, not {raw!r}")
+    return raw == "1"
+
+
 @dataclass(frozen=True)
 class Config:
     """What the app needs to know; tests build one directly instead of using `from_env`."""
@@ -112,6 +120,7 @@ class Config:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     forwarded_allow_ips: tuple[str, ...] = tuple(DEFAULT_FORWARDED_ALLOW_IPS.split(","))
     store_url: str = DEFAULT_STORE
+    metrics_public: bool = False
 
     @classmethod
     def from_env(cls, environ: MutableMapping[str, str] = os.environ) -> "Config":
@@ -123,4 +132,5 @@ class Config:
             ),
             forwarded_allow_ips=_read_forwarded_allow_ips(environ),
             store_url=_read_store(environ),
+            metrics_public=_read_flag(environ, "PLANTSTORE_METRICS_PUBLIC"),
         )
