@@ -5,6 +5,9 @@ Every setting can be changed from the environment; a flag on the command line (`
 """
 
 import os
+import shutil
+import sys
+import tempfile
 
 from plantstore.config import DEFAULT_STORE, Config, ConfigError, env_int
 from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
@@ -87,3 +90,26 @@ def on_starting(server):
         raise SystemExit(f"plantstore: {ex}") from None
     except StoreUnavailable:
         pass
+
+
+# Metrics (plantstore/metrics.py): each worker keeps its counts in files of one directory, and a
+# scrape adds up all of them. The master makes the directory once its sockets are bound, before
+# the first fork, and names it in PROMETHEUS_MULTIPROC_DIR, which prometheus_client reads when it
+# is first imported: the master must not import it before. A dead worker's counts stay; its
+# live gauges (requests in flight) go. The directory goes when the master exits.
+
+
+def when_ready(server):
+    if "prometheus_client" in sys.modules:
+        raise SystemExit("plantstore: prometheus_client was imported before its directory was set")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="plantstore-metrics-")
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess  # imported only once when_ready set the directory
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)

@@ -1,6 +1,7 @@
 """`/metrics`: what each metric counts, labels that stay bounded, and who may read them."""
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -16,7 +17,8 @@ from plantstore.config import Config, ConfigError
 from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
-from tests.gunicorn_server import ROOT
+from tests.gunicorn_server import ROOT, GunicornServer, server_environ
+from tests.test_faults import replacements, wait_for
 
 FERN = {"id": 1, "name": "fern", "tag": "green"}
 
@@ -285,3 +287,52 @@ def test_in_multiprocess_mode_a_scrape_adds_up_every_process(tmp_path):
         if sample.labels == {"route": "/plants", "method": "POST", "status": "200"}
     ]
     assert posts.value == 7
+
+
+def scrape_server(server) -> dict[tuple, float]:
+    status, _, body = server.request(
+        "GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    assert status == 200
+    return {
+        (sample.name, *sorted(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(body.decode())
+        for sample in family.samples
+    }
+
+
+def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(tmp_path):
+    """Whichever worker answers, a scrape counts the requests of all, those since replaced too.
+
+    Both first workers are killed, so every request counted was answered by a dead one.
+    """
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN,
+            PLANTSTORE_STORE=f"sqlite:///{tmp_path / 'plants.db'}",
+            WEB_CONCURRENCY="2",
+            TMPDIR=str(temporary),
+        )
+    )
+    reads = 12
+    try:
+        for n in range(reads):
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            assert server.request("GET", f"/plants/{n}", headers=headers)[0] == 404
+        (directory,) = temporary.iterdir()
+        first = server.worker_pids()
+        assert all((directory / f"gauge_livesum_{pid}.db").exists() for pid in first)
+        for victim in first:
+            os.kill(victim, signal.SIGKILL)
+            wait_for(lambda victim=victim: replacements(server, victim), "a new worker")
+        live = {path.name for path in directory.glob("gauge_live*.db")}
+        assert not any(name.endswith(f"_{pid}.db") for pid in first for name in live)
+
+        samples = scrape_server(server)
+        assert requests(samples, "/plants/{plant_id}", "GET", "404") == reads
+        assert samples[("plantstore_http_requests_in_flight",)] == 1
+    finally:
+        server.stop()
+    assert list(temporary.iterdir()) == []
