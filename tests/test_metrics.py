@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT, GunicornServer, server_environ
+from tests.raw_http import parse_answers, read_until_closed
 from tests.test_faults import replacements, wait_for
 
 FERN = {"id": 1, "name": "fern", "tag": "green"}
@@ -102,6 +104,8 @@ def test_latency_is_a_histogram_by_route(client):
     assert samples[(f"{histogram}_bucket", ("le", "+Inf"), ("route", "/plants"))] == 5
     assert samples[(f"{histogram}_count", ("route", "/plants/{plant_id}"))] == 1
     assert 0 < samples[(f"{histogram}_sum", ("route", "/plants"))] < 5
+    bounds = [dict(key[1:])["le"] for key in samples if key[0] == f"{histogram}_bucket"]
+    assert bounds[:1] == ["0.0005"] and bounds[-2:] == ["5.0", "+Inf"]
 
 
 class BlockingStore(MemoryStore):
@@ -138,7 +142,7 @@ def test_requests_in_flight_are_those_not_yet_answered(config):
 
 
 def test_plants_created_and_deleted_are_counted(client):
-    for n in (1, 2, 3):
+    for n in (1, 2, 3, 3):
         assert client.simulate_post("/plants", json={"id": n, "name": "fern"}).status_code == 200
     assert client.simulate_post("/plants", json={"id": 1, "name": "rose"}).status_code == 409
     assert client.simulate_post("/plants", json={"id": "x"}).status_code == 400
@@ -146,7 +150,8 @@ def test_plants_created_and_deleted_are_counted(client):
     assert client.simulate_delete("/plants/2").status_code == 404
 
     samples = scrape(client)
-    assert samples[("plantstore_plants_created_total",)] == 3
+    # The store does not tell a create from an identical repeat: both are answered 200.
+    assert samples[("plantstore_plants_created_total",)] == 4
     assert samples[("plantstore_plants_deleted_total",)] == 1
     assert not any(key[0].endswith("_created") for key in samples)
 
@@ -306,14 +311,16 @@ def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(t
 
     Both first workers are killed, so every request counted was answered by a dead one.
     """
-    temporary = tmp_path / "tmp"
+    temporary, elsewhere = tmp_path / "tmp", tmp_path / "elsewhere"
     temporary.mkdir()
+    elsewhere.mkdir()
     server = GunicornServer(
         server_environ(
             PLANTSTORE_TOKENS=TOKEN,
             PLANTSTORE_STORE=f"sqlite:///{tmp_path / 'plants.db'}",
             WEB_CONCURRENCY="2",
             TMPDIR=str(temporary),
+            PROMETHEUS_MULTIPROC_DIR=str(elsewhere),
         )
     )
     reads = 12
@@ -321,6 +328,10 @@ def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(t
         for n in range(reads):
             headers = {"Authorization": f"Bearer {TOKEN}"}
             assert server.request("GET", f"/plants/{n}", headers=headers)[0] == 404
+        # gunicorn refuses this itself: the app never sees it, and does not count it.
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as garbled:
+            garbled.sendall(b"NOT A REQUEST LINE\r\n\r\n")
+            assert [answer.status for answer in parse_answers(read_until_closed(garbled))] == [400]
         (directory,) = temporary.iterdir()
         first = server.worker_pids()
         assert all((directory / f"gauge_livesum_{pid}.db").exists() for pid in first)
@@ -333,6 +344,8 @@ def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(t
         samples = scrape_server(server)
         assert requests(samples, "/plants/{plant_id}", "GET", "404") == reads
         assert samples[("plantstore_http_requests_in_flight",)] == 1
+        assert not any(dict(key[1:]).get("status") == "400" for key in samples)
     finally:
         server.stop()
     assert list(temporary.iterdir()) == []
+    assert list(elsewhere.iterdir()) == []
