@@ -334,7 +334,11 @@ def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(t
             assert [answer.status for answer in parse_answers(read_until_closed(garbled))] == [400]
         (directory,) = temporary.iterdir()
         first = server.worker_pids()
-        assert all((directory / f"gauge_livesum_{pid}.db").exists() for pid in first)
+        # A worker makes its files when it loads the app, which it announces nowhere.
+        wait_for(
+            lambda: all((directory / f"gauge_livesum_{pid}.db").exists() for pid in first),
+            "both workers to load the app",
+        )
         for victim in first:
             os.kill(victim, signal.SIGKILL)
             wait_for(lambda victim=victim: replacements(server, victim), "a new worker")
