@@ -100,8 +100,13 @@ def on_starting(server):
 
 
 def when_ready(server):
-    if "prometheus_client" in sys.modules:
-        raise SystemExit("plantstore: prometheus_client was imported before its directory was set")
+    # With --preload (as the benchmark fills a memory store) the master has loaded the app, and
+    # prometheus_client with it: each worker keeps its own counts, right only for a single one.
+    if "prometheus_client" in sys.modules and server.cfg.workers > 1:
+        raise SystemExit(
+            "plantstore: with --preload each worker would count alone in /metrics; "
+            "run one worker, or drop --preload"
+        )
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="plantstore-metrics-")
 
 

@@ -18,7 +18,7 @@ from plantstore.config import Config, ConfigError
 from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
-from tests.gunicorn_server import ROOT, GunicornServer, server_environ
+from tests.gunicorn_server import GUNICORN, ROOT, GunicornServer, server_environ
 from tests.raw_http import parse_answers, read_until_closed
 from tests.test_faults import replacements, wait_for
 
@@ -332,8 +332,9 @@ def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(t
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as garbled:
             garbled.sendall(b"NOT A REQUEST LINE\r\n\r\n")
             assert [answer.status for answer in parse_answers(read_until_closed(garbled))] == [400]
-        (directory,) = temporary.iterdir()
-        first = server.worker_pids()
+        # Only the metrics' directory: a worker's heartbeat file passes through TMPDIR too.
+        (directory,) = temporary.glob("plantstore-metrics-*")
+        first = wait_for(lambda: len(pids := server.worker_pids()) == 2 and pids, "two workers")
         # A worker makes its files when it loads the app, which it announces nowhere.
         wait_for(
             lambda: all((directory / f"gauge_livesum_{pid}.db").exists() for pid in first),
@@ -353,3 +354,24 @@ def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(t
         server.stop()
     assert list(temporary.iterdir()) == []
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_preloaded_app_with_several_workers_is_refused(tmp_path):
+    """Loaded in the master, prometheus_client keeps each worker's counts in its own memory."""
+    environ = server_environ(
+        PLANTSTORE_TOKENS=TOKEN,
+        PLANTSTORE_STORE=f"sqlite:///{tmp_path / 'plants.db'}",
+        WEB_CONCURRENCY="2",
+        TMPDIR=str(tmp_path),
+    )
+    started = subprocess.run(
+        [*GUNICORN, "--preload", "--bind=127.0.0.1:0"],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode != 0
+    assert "plantstore: with --preload each worker would count alone in /metrics" in started.stderr
+    assert not list(tmp_path.glob("plantstore-metrics-*"))
