@@ -5,6 +5,9 @@ Every setting can be changed from the environment; a flag on the command line (`
 """
 
 import os
+import shutil
+import sys
+import tempfile
 
 from plantstore import run_token
 from plantstore.config import DEFAULT_STORE, Config, ConfigError, check_port, env_int
@@ -136,10 +139,35 @@ def post_request(worker, req, environ, resp):
 
 
 def on_exit(server):
-    """Remove a token file made at the start: its token ends with the run."""
+    """Remove what the run made for itself: a token file, and the metrics' directory."""
     run_token.remove()
+    shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
 
 
 def post_worker_init(worker):
     """Give the worker the bound on a request body's arrival, which gunicorn has no setting for."""
     worker.body_timeout = _BODY_TIMEOUT
+
+
+# Metrics (plantstore/metrics.py): each worker keeps its counts in files of one directory, and a
+# scrape adds up all of them. The master makes the directory once its sockets are bound, before
+# the first fork, and names it in PROMETHEUS_MULTIPROC_DIR, which prometheus_client reads when it
+# is first imported: the master must not import it before. A dead worker's counts stay; its
+# live gauges (requests in flight) go. The directory goes when the master exits.
+
+
+def when_ready(server):
+    # With --preload (as the benchmark fills a memory store) the master has loaded the app, and
+    # prometheus_client with it: each worker keeps its own counts, right only for a single one.
+    if "prometheus_client" in sys.modules and server.cfg.workers > 1:
+        raise SystemExit(
+            "plantstore: with --preload each worker would count alone in /metrics; "
+            "run one worker, or drop --preload"
+        )
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="plantstore-metrics-")
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess  # imported only once when_ready set the directory
+
+    multiprocess.mark_process_dead(worker.pid)

@@ -12,12 +12,13 @@ from plantstore.cors import Cors
 from plantstore.docs import add_docs
 from plantstore.errors import handle_store_unavailable, handle_validation_error, serialize_error
 from plantstore.logs import Request
+from plantstore.metrics import Metrics, MetricsEndpoint, RequestMetrics
 from plantstore.middleware import BodyLimit, RequestId
 from plantstore.openapi import OpenApiDocument
 from plantstore.proxy import ForwardedClient
 from plantstore.resources import Health, Plant, Plants, Readiness
 from plantstore.routing import Router
-from plantstore.stores import PlantStore, StoreUnavailable, open_store
+from plantstore.stores import PlantStore, StoreUnavailable, open_store, store_kind
 
 
 def create_app(config: Config | None = None, store: PlantStore | None = None) -> falcon.App:
@@ -32,14 +33,17 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
         store = open_store(config.store_url)
         atexit.register(store.close)
 
-    # CORS, when on, comes first: Falcon runs `process_response` in the reverse order of this
-    # list and (independent middleware, its default) for every request, even one a middleware
-    # answered itself. So CORS is the last to touch an answer, whoever wrote it (a responder, an
-    # error handler, BearerAuth's 401, BodyLimit's 413), and sees what the others added to it.
+    metrics = Metrics(store, store_kind(config.store_url))
+    # CORS, when on, comes next to the metrics, which only read the answer: Falcon runs
+    # `process_response` in the reverse order of this list and (independent middleware, its
+    # default) for every request, even one a middleware answered itself. So CORS is the last to
+    # change an answer, whoever wrote it (a responder, an error handler, BearerAuth's 401,
+    # BodyLimit's 413), and sees what the others added to it.
     cors = [Cors(config.cors_origins)] if config.cors_origins else []
     app = falcon.App(
         request_type=Request,
         middleware=[
+            RequestMetrics(metrics),
             *cors,
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),
@@ -63,5 +67,6 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Readiness(store))
     app.add_route("/openapi.json", OpenApiDocument())
+    app.add_route("/metrics", MetricsEndpoint(metrics, public=config.metrics_public))
     add_docs(app)
     return app

@@ -172,6 +172,14 @@ def _read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:
     return origins
 
 
+def _read_flag(environ: Mapping[str, str], name: str) -> bool:
+    """A yes/no setting: `1` or `0`, off when unset, so a typo cannot turn it on."""
+    raw = environ.get(name, "").strip()
+    if raw not in ("", "0", "1"):
+        raise ConfigError(f"{name} must be 1 or 0, not {raw!r}")
+    return raw == "1"
+
+
 @dataclass(frozen=True)
 class Config:
     """What the app needs to know; tests build one directly instead of using `from_env`."""
@@ -181,6 +189,7 @@ class Config:
     forwarded_allow_ips: TrustedProxies = DEFAULT_TRUSTED_PROXIES
     store_url: str = DEFAULT_STORE
     cors_origins: tuple[str, ...] = ()
+    metrics_public: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
@@ -192,4 +201,5 @@ class Config:
             forwarded_allow_ips=_read_forwarded_allow_ips(environ),
             store_url=_read_store(environ),
             cors_origins=_read_cors_origins(environ),
+            metrics_public=_read_flag(environ, "PLANTSTORE_METRICS_PUBLIC"),
         )

@@ -276,6 +276,22 @@ def _describe_service(spec: APISpec) -> None:
             )
         ),
     )
+    metrics = _answer("Every worker's metrics.")
+    metrics["content"] = {"text/plain": {"schema": {"type": "string"}}}
+    spec.path(
+        path="/metrics",
+        operations=_with_head(
+            {
+                "summary": "Metrics in Prometheus' text format",
+                "operationId": "getMetrics",
+                "description": "Needs no token when `PLANTSTORE_METRICS_PUBLIC=1`.",
+                "responses": {
+                    200: metrics,
+                    **{status: _error_name(status) for status in sorted({401, *_ANY})},
+                },
+            }
+        ),
+    )
 
 
 class OpenApiDocument:

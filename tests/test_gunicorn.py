@@ -163,6 +163,7 @@ BAD_SETTINGS = {
         "in lower case without a path or the default port (https://shop.example), or be * "
         "alone; not 'https://Shop.example/'",
     ),
+    "PLANTSTORE_METRICS_PUBLIC": ("yes", "PLANTSTORE_METRICS_PUBLIC must be 1 or 0, not 'yes'"),
     "PLANTSTORE_STORE": (
         "sqlite:///{tmp}/missing/plants.db",
         "PLANTSTORE_STORE names a SQLite file in {tmp}/missing, which is not a directory: "
