@@ -7,11 +7,13 @@ never runs: this machine and CI reach no site but the package registries.
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.selenium_manager import SeleniumManager
 from selenium.webdriver.support import expected_conditions as shown
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -33,9 +35,16 @@ FLAGS = (
 )
 
 
+def _refuse_selenium_manager(*args, **kwargs):
+    raise AssertionError("Selenium Manager ran: name the browser and its driver")
+
+
 @contextlib.contextmanager
 def chromium(profile: Path) -> Iterator[WebDriver]:
-    """A fresh Chromium with its profile in `profile` (a new, empty directory), quit after use."""
+    """A fresh Chromium with its profile in `profile` (a new, empty directory), quit after use.
+
+    Selenium Manager, which would download a browser or a driver, fails the start if it runs.
+    """
     missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.is_file()]
     if missing:
         raise FileNotFoundError(
@@ -46,7 +55,10 @@ def chromium(profile: Path) -> Iterator[WebDriver]:
     options.binary_location = str(CHROMIUM)
     for flag in (*FLAGS, f"--user-data-dir={profile}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    with mock.patch.object(SeleniumManager, "binary_paths", _refuse_selenium_manager):
+        driver = webdriver.Chrome(
+            service=Service(executable_path=str(CHROMEDRIVER)), options=options
+        )
     try:
         yield driver
     finally:

@@ -134,3 +134,12 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("figures of this run")
         for figure in _FIGURES:
             terminalreporter.write_line(figure)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """A fresh headless Chromium (tests/browser.py; selenium comes with the `outside` extra)."""
+    from tests.browser import chromium
+
+    with chromium(tmp_path / "profile") as driver:
+        yield driver

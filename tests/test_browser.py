@@ -12,11 +12,10 @@ pytest.importorskip("selenium", reason="the browser tests need the `outside` ext
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.common.selenium_manager import SeleniumManager
 from selenium.webdriver.support import expected_conditions as shown
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser import chromium, open_docs, save_whole_page
+from tests.browser import open_docs, save_whole_page
 from tests.gunicorn_server import GunicornServer, send, server_environ
 from tests.nginx_proxy import NginxProxy
 
@@ -27,18 +26,6 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 #: Seconds the browser gets for each thing it is waited for: loading 1.5 MB of script on a
 #: busy machine, or a request it sends.
 PATIENCE = 30
-
-
-@pytest.fixture
-def browser(tmp_path, monkeypatch):
-    """A fresh Chromium; Selenium Manager, which would download one, must not run."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("Selenium Manager ran: name the browser and its driver")
-
-    monkeypatch.setattr(SeleniumManager, "binary_paths", refuse)
-    with chromium(tmp_path / "profile") as driver:
-        yield driver
 
 
 @pytest.fixture

@@ -17,11 +17,9 @@ import pytest
 pytest.importorskip("selenium", reason="the browser tests need the `outside` extra")
 
 from selenium.webdriver.common.by import By
-from selenium.webdriver.common.selenium_manager import SeleniumManager
 from selenium.webdriver.support import expected_conditions as shown
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser import chromium
 from tests.gunicorn_server import GunicornServer, server_environ
 
 pytestmark = pytest.mark.slow
@@ -103,18 +101,6 @@ def page():
     serving = Page()
     yield serving
     serving.stop()
-
-
-@pytest.fixture
-def browser(tmp_path, monkeypatch):
-    """A fresh Chromium; Selenium Manager, which would download one, must not run."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("Selenium Manager ran: name the browser and its driver")
-
-    monkeypatch.setattr(SeleniumManager, "binary_paths", refuse)
-    with chromium(tmp_path / "profile") as driver:
-        yield driver
 
 
 def call_the_service(browser, page: Page, cors_origins: str | None) -> tuple[dict, int, str]:

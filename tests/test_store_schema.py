@@ -4,7 +4,6 @@ workers start together, and a database that a newer plantstore changed is left a
 
 import multiprocessing
 import sqlite3
-import threading
 import time
 
 import orjson
@@ -14,6 +13,7 @@ import pytest
 from plantstore.stores import SchemaTooNew, StoreUnavailable, postgres, sqlite
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sqlite import SqliteStore
+from tests.concurrency import at_once
 
 #: Plants as 1.0.0 kept them, with tags that SQL's JSON functions get wrong.
 OLD_PLANTS = {
@@ -54,25 +54,8 @@ def one_step_more(monkeypatch):
 
 def open_at_once(open_store, count=8):
     """Open `count` stores from as many threads at once; assert that each opened."""
-    start = threading.Barrier(count)
-    opened, failures = [], []
-
-    def open_one():
-        start.wait()
-        try:
-            opened.append(open_store())
-        except BaseException as ex:
-            failures.append(ex)
-
-    threads = [threading.Thread(target=open_one) for _ in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for store in opened:
+    for store in at_once(count, lambda n: open_store()):
         store.close()
-    assert failures == []
-    assert len(opened) == count
 
 
 def sqlite_schema(path):
