@@ -114,7 +114,6 @@ def test_the_page_shows_the_title_and_every_operation_from_the_service_alone(
         for block in browser.find_elements(By.CSS_SELECTOR, ".opblock")
     }
     assert shown_operations == expected
-    assert len(expected) == 12
 
     loaded = what_the_page_loaded(browser)
     assert f"{base}/openapi.json" in loaded
