@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gunicorn_server import GUNICORN, ROOT, GunicornServer, server_environ
+from tests.gunicorn_server import GUNICORN, PLANTSTORE, ROOT, GunicornServer, server_environ
 from tests.raw_http import exchange, parse_answers, read_until_closed
 
 TOKEN = "gunicorn-test-token"
@@ -208,8 +208,19 @@ def readme_variables() -> set[str]:
     return set(re.findall(r"^\| `([A-Z_]+)` \|", readme, flags=re.MULTILINE))
 
 
+#: What `plantstore serve` says of them: it reads the environment before gunicorn loads.
+READ_BY_GUNICORN_FIRST_SERVED = {
+    "FORWARDED_ALLOW_IPS": (
+        "proxy.local",
+        "FORWARDED_ALLOW_IPS must list addresses or networks, not 'proxy.local'",
+    ),
+    "WEB_CONCURRENCY": ("-1", f"WEB_CONCURRENCY {WHOLE} of at least 1, not '-1'"),
+}
+
+
 def test_every_variable_in_the_readme_has_a_bad_value_tried_below():
     assert readme_variables() == set(BAD_SETTINGS) | set(READ_BY_GUNICORN_FIRST)
+    assert set(READ_BY_GUNICORN_FIRST_SERVED) == set(READ_BY_GUNICORN_FIRST)
 
 
 def start_gunicorn(tmp_path, **environ):
@@ -271,6 +282,41 @@ def test_a_worker_count_that_is_not_a_number_stops_the_start_in_gunicorns_traceb
     assert result.stderr.strip().endswith(
         "ValueError: invalid literal for int() with base 10: 'abc'"
     )
+
+
+SERVED_BAD_SETTINGS = {
+    **BAD_SETTINGS,
+    **READ_BY_GUNICORN_FIRST_SERVED,
+    "WEB_CONCURRENCY abc": ("abc", f"WEB_CONCURRENCY {WHOLE} of at least 1, not 'abc'"),
+    "WEB_CONCURRENCY empty": ("", f"WEB_CONCURRENCY {WHOLE} of at least 1, not ''"),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "line"),
+    [(n.split()[0], *v) for n, v in SERVED_BAD_SETTINGS.items()],
+    ids=list(SERVED_BAD_SETTINGS),
+)
+def test_plantstore_serve_stops_at_every_bad_setting_with_one_line_naming_it(
+    tmp_path, name, value, line
+):
+    """gunicorn's own readings included: `plantstore serve` checks before gunicorn loads."""
+    result = subprocess.run(
+        [PLANTSTORE, "serve", *(() if name == "PORT" else ("--bind=127.0.0.1:0",))],
+        cwd=tmp_path,
+        env=server_environ(
+            **{
+                "PLANTSTORE_TOKENS": TOKEN,
+                "TMPDIR": str(tmp_path),
+                name: value.format(tmp=tmp_path),
+            }
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert result.stderr.strip() == f"plantstore: {line.format(tmp=tmp_path)}"
 
 
 def test_an_unknown_store_stops_the_start_with_one_line_naming_it():
