@@ -20,6 +20,7 @@ DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
 DEFAULT_STORE = "memory://"
 #: Seconds a request's body has to arrive, from the end of its head, unless configured.
 DEFAULT_BODY_TIMEOUT = 10
+LOG_FORMATS = ("text", "json")
 STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 #: An origin as a browser writes it in `Origin`: lower case, no path, no default port.
 _ORIGIN = re.compile(
@@ -227,6 +228,7 @@ class ServerConfig:
     graceful_timeout: int
     keepalive: int
     body_timeout: int
+    log_format: str
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], config: Config) -> "ServerConfig":
@@ -253,7 +255,16 @@ class ServerConfig:
             graceful_timeout=env_int(environ, "GUNICORN_GRACEFUL_TIMEOUT", 30),
             keepalive=env_int(environ, "GUNICORN_KEEPALIVE", 5),
             body_timeout=env_int(environ, "GUNICORN_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, 1),
+            log_format=_read_log_format(environ),
         )
+
+
+def _read_log_format(environ: Mapping[str, str]) -> str:
+    """`text` for people reading the logs, `json` (one object a line) for log collectors."""
+    raw = environ.get("PLANTSTORE_LOG_FORMAT", "").strip() or LOG_FORMATS[0]
+    if raw not in LOG_FORMATS:
+        raise ConfigError(f"PLANTSTORE_LOG_FORMAT must be text or json, not {raw!r}")
+    return raw
 
 
 def read_all(environ: Mapping[str, str] = os.environ) -> tuple[Config, ServerConfig]:

@@ -69,8 +69,11 @@ access_log_format = (
 )
 
 # Every line of the error log (stderr) in one format, with the id of the request it concerns:
-# gunicorn's, Falcon's and every library's (see plantstore/logs.py).
-logger_class = "plantstore.logs.Logger"
+# gunicorn's, Falcon's and every library's (see plantstore/logs.py). With PLANTSTORE_LOG_FORMAT
+# json, both logs are one JSON object a line, and access_log_format goes unused.
+logger_class = {"text": "plantstore.logs.Logger", "json": "plantstore.logs.JsonLogger"}[
+    _server.log_format
+]
 
 # gunicorn's control socket is one path per user: several servers on a machine would fight over
 # it, and nothing here uses it.

@@ -191,6 +191,7 @@ BAD_SETTINGS = {
     ),
     "GUNICORN_KEEPALIVE": ("-5", f"GUNICORN_KEEPALIVE {WHOLE} of at least 0, not '-5'"),
     "GUNICORN_BODY_TIMEOUT": ("0", f"GUNICORN_BODY_TIMEOUT {WHOLE} of at least 1, not '0'"),
+    "PLANTSTORE_LOG_FORMAT": ("xml", "PLANTSTORE_LOG_FORMAT must be text or json, not 'xml'"),
 }
 
 #: Read and checked by gunicorn itself before gunicorn.conf.py runs: its own words.
@@ -590,3 +591,45 @@ def test_the_error_log_keeps_its_format_in_a_file_named_by_the_error_logfile_fla
     lines = error_log.read_text().splitlines()
     assert any("[INFO] Booting worker" in line for line in lines)
     assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
+
+
+ACCESS_KEYS = {"time", "request_id", "client", "method", "path", "status", "duration_us"}
+ERROR_KEYS = {"time", "level", "logger", "process", "request_id", "message"}
+
+
+def test_with_json_logs_every_line_of_both_logs_is_one_object_and_no_token_is_in_them():
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_LOG_FORMAT="json"))
+    try:
+        plant = json.dumps({"id": 1, "name": 'a "fern"'})
+        traced = {**AUTH, "X-Request-ID": "trace-json"}
+        assert server.request("POST", "/plants", plant, traced)[0] == 200
+        wrong = {**AUTH, "Authorization": f"Bearer {SECRET}"}
+        assert server.request("GET", f'/plants/"1?token={SECRET}', headers=wrong)[0] == 401
+        raw = refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization Bearer {SECRET}")
+        (answer,) = parse_answers(exchange(server.port, raw))
+        assert answer.status == 400
+    finally:
+        stdout, stderr = server.stop()
+    assert TOKEN not in stdout + stderr
+    assert SECRET not in stdout + stderr
+
+    access = [json.loads(line) for line in stdout.splitlines()]
+    assert all(entry.keys() == ACCESS_KEYS for entry in access)
+    assert all(entry["client"] == "127.0.0.1" and entry["duration_us"] > 0 for entry in access)
+    assert sorted(
+        (
+            (entry["status"], entry["request_id"] == "trace-json", entry["method"], entry["path"])
+            for entry in access
+        ),
+        key=lambda fields: fields[0],
+    ) == [
+        (200, True, "POST", "/plants"),
+        (400, False, None, None),
+        (401, False, "GET", '/plants/"1'),
+    ]
+
+    errors = [json.loads(line) for line in stderr.splitlines()]
+    assert all(entry.keys() == ERROR_KEYS for entry in errors)
+    (warning,) = [entry for entry in errors if "invalid request" in entry["message"]]
+    assert (warning["request_id"], warning["level"]) == (answer.headers["x-request-id"], "WARNING")
+    assert any(entry["message"].startswith("Booting worker") for entry in errors)
