@@ -18,6 +18,9 @@ DEFAULT_MAX_BODY_BYTES = 65536
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
 DEFAULT_STORE = "memory://"
+#: Seconds a request's body has to arrive, from the end of its head, unless configured.
+DEFAULT_BODY_TIMEOUT = 10
+LOG_FORMATS = ("text", "json")
 STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 #: An origin as a browser writes it in `Origin`: lower case, no path, no default port.
 _ORIGIN = re.compile(
@@ -37,10 +40,15 @@ def env_int(
     default: int,
     minimum: int = 0,
     maximum: int | None = None,
+    blank_ok: bool = True,
 ) -> int:
-    """Read a whole number from `minimum` to `maximum` from `environ[name]`, or give `default`."""
-    raw = environ.get(name, "").strip()
-    if not raw:
+    """Read a whole number from `minimum` to `maximum` from `environ[name]`, or give `default`.
+
+    Unset or blank gives `default`; with `blank_ok` false, only unset does: gunicorn reads
+    `PORT` and `WEB_CONCURRENCY` itself whenever they are set, and fails on a blank one.
+    """
+    raw = environ.get(name)
+    if raw is None or (blank_ok and not raw.strip()):
         return default
     accepted = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
     try:
@@ -48,16 +56,13 @@ def env_int(
     except ValueError:
         value = None
     if value is None or value < minimum or (maximum is not None and value > maximum):
-        raise ConfigError(f"{name} must be a whole number {accepted}, not {raw!r}")
+        raise ConfigError(f"{name} must be a whole number {accepted}, not {raw.strip()!r}")
     return value
 
 
 def check_port(environ: Mapping[str, str]) -> None:
     """Check `PORT`, which gunicorn binds as `0.0.0.0:$PORT` whenever it is set, even empty."""
-    raw = environ.get("PORT")
-    if raw is not None and not raw.strip():
-        raise ConfigError(f"PORT must be a whole number from 1 to 65535, not {raw!r}")
-    env_int(environ, "PORT", 0, minimum=1, maximum=65535)
+    env_int(environ, "PORT", 0, minimum=1, maximum=65535, blank_ok=False)
 
 
 def _is_token(text: str) -> bool:
@@ -203,3 +208,66 @@ class Config:
             cors_origins=_read_cors_origins(environ),
             metrics_public=_read_flag(environ, "PLANTSTORE_METRICS_PUBLIC"),
         )
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """What gunicorn's settings need from the environment, beyond the app's `Config`.
+
+    `plantstore serve` reads it before gunicorn is imported: gunicorn reads `WEB_CONCURRENCY`
+    and `FORWARDED_ALLOW_IPS` itself when it loads, and would refuse a bad one in its own
+    words (or a traceback) before any settings file runs.
+    """
+
+    workers: int
+    threads: int
+    limit_request_line: int
+    limit_request_fields: int
+    limit_request_field_size: int
+    timeout: int
+    graceful_timeout: int
+    keepalive: int
+    body_timeout: int
+    log_format: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], config: Config) -> "ServerConfig":
+        """Read the server's settings; `config` (the app's) decides the default worker count.
+
+        With a shared store (SQLite, PostgreSQL), one worker process per core, so Python runs
+        on every core; with the memory store one, since a dict cannot be shared between them.
+        """
+        check_port(environ)
+        memory = config.store_url == DEFAULT_STORE
+        return cls(
+            workers=env_int(
+                environ,
+                "WEB_CONCURRENCY",
+                1 if memory else os.cpu_count() or 1,
+                minimum=1,
+                blank_ok=False,
+            ),
+            threads=env_int(environ, "GUNICORN_THREADS", 8, 1),
+            limit_request_line=env_int(environ, "GUNICORN_LIMIT_REQUEST_LINE", 4094),
+            limit_request_fields=env_int(environ, "GUNICORN_LIMIT_REQUEST_FIELDS", 100),
+            limit_request_field_size=env_int(environ, "GUNICORN_LIMIT_REQUEST_FIELD_SIZE", 8190),
+            timeout=env_int(environ, "GUNICORN_TIMEOUT", 30, 1),
+            graceful_timeout=env_int(environ, "GUNICORN_GRACEFUL_TIMEOUT", 30),
+            keepalive=env_int(environ, "GUNICORN_KEEPALIVE", 5),
+            body_timeout=env_int(environ, "GUNICORN_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, 1),
+            log_format=_read_log_format(environ),
+        )
+
+
+def _read_log_format(environ: Mapping[str, str]) -> str:
+    """`text` for people reading the logs, `json` (one object a line) for log collectors."""
+    raw = environ.get("PLANTSTORE_LOG_FORMAT", "").strip() or LOG_FORMATS[0]
+    if raw not in LOG_FORMATS:
+        raise ConfigError(f"PLANTSTORE_LOG_FORMAT must be text or json, not {raw!r}")
+    return raw
+
+
+def read_all(environ: Mapping[str, str] = os.environ) -> tuple[Config, ServerConfig]:
+    """Every setting of the service, the app's and the server's: a bad one is a `ConfigError`."""
+    config = Config.from_env(environ)
+    return config, ServerConfig.from_env(environ, config)

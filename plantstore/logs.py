@@ -11,10 +11,17 @@ handler (stderr, or `--error-logfile`), which writes each line as
 (`-` outside one), the same id its access-log line carries. Every line of a message that spans
 several, a traceback's included, carries the whole prefix, so a request's trouble is found
 with one grep.
+
+With `PLANTSTORE_LOG_FORMAT=json`, `JsonLogger` writes both logs as one JSON object a line,
+for log collectors: the error log's with the time, level, logger, request id and message (a
+traceback in one field), the access log's with the request id, client, method, path (never
+the query), status and duration. Neither has a header's value, so never a token.
 """
 
+import json
 import logging
 from contextvars import ContextVar
+from datetime import UTC, datetime
 
 import falcon
 from gunicorn import glogging
@@ -54,6 +61,57 @@ class LineFormatter(logging.Formatter):
         return "\n".join([first, *(prefix + line for line in rest)])
 
 
+def _known(value):
+    """`-`, the text logs' word for what is not known (no request, an unread method), as null."""
+    return None if value in ("-", None) else value
+
+
+def _time(record: logging.LogRecord) -> str:
+    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+
+
+class JsonFormatter(logging.Formatter):
+    """An error-log record as one JSON object, its traceback (if any) one field of it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": _time(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "process": record.process,
+            "request_id": _known(getattr(record, "request_id", "-")),
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["traceback"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(entry)
+
+
+class JsonAccessFormatter(logging.Formatter):
+    """An access-log record as one JSON object, from the atoms gunicorn gives the record.
+
+    gunicorn logs each request as `access_log_format % atoms`: the atoms (`h`, `m`, `U`,
+    `{header}o`, ...) are the record's args, serialised here instead. `-` is what gunicorn
+    writes for what it does not know (the method and path of a request it could not read).
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        atoms = record.args
+        return json.dumps(
+            {
+                "time": _time(record),
+                "request_id": _known(atoms.get("{x-request-id}o")),
+                "client": _known(atoms.get("h")),
+                "method": _known(atoms.get("m")),
+                "path": _known(atoms.get("U")),
+                "status": int(atoms["s"]),
+                "duration_us": atoms["D"],
+            }
+        )
+
+
 class Logger(glogging.Logger):
     """gunicorn's logger, whose error log takes every logger's lines, in one format.
 
@@ -65,11 +123,30 @@ class Logger(glogging.Logger):
     def setup(self, cfg) -> None:
         super().setup(cfg)
         for handler in self.error_log.handlers:
-            handler.setFormatter(LineFormatter())
+            handler.setFormatter(self.error_formatter())
             handler.addFilter(_REQUEST_ID_FILTER)
         root = logging.getLogger()
         root.handlers = list(self.error_log.handlers)
         root.setLevel(self.loglevel)
+
+    def error_formatter(self) -> logging.Formatter:
+        return LineFormatter()
+
+
+class JsonLogger(Logger):
+    """The same logs, each line one JSON object (`PLANTSTORE_LOG_FORMAT=json`)."""
+
+    #: The access log's atoms as gunicorn made them: its default wrapper escapes `"` for a
+    #: format string, which JSON does itself.
+    atoms_wrapper_class = dict
+
+    def setup(self, cfg) -> None:
+        super().setup(cfg)
+        for handler in self.access_log.handlers:
+            handler.setFormatter(JsonAccessFormatter())
+
+    def error_formatter(self) -> logging.Formatter:
+        return JsonFormatter()
 
 
 class Request(falcon.Request):

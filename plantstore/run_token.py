@@ -1,4 +1,4 @@
-"""A token for one run of the service, made when the operator configured none."""
+"""Tokens: a fresh one for `plantstore token`, and one for a run whose operator set none."""
 
 import os
 import secrets
@@ -9,6 +9,11 @@ from pathlib import Path
 _made: list[Path] = []
 
 
+def new() -> str:
+    """A fresh random token: 32 random bytes, URL-safe base64 (43 characters)."""
+    return secrets.token_urlsafe(32)
+
+
 def make() -> Path:
     """Write a fresh random token into a new file that only this user can read; give its path.
 
@@ -17,7 +22,7 @@ def make() -> Path:
     """
     descriptor, name = tempfile.mkstemp(prefix="plantstore-token-")
     with os.fdopen(descriptor, "w") as file:
-        file.write(secrets.token_urlsafe(32) + "\n")
+        file.write(new() + "\n")
     path = Path(name)
     _made.append(path)
     return path

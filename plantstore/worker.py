@@ -36,6 +36,7 @@ from gunicorn.http.body import ChunkedReader, LengthReader
 from gunicorn.http.message import Request
 from gunicorn.workers.gthread import ThreadWorker
 
+from plantstore.config import DEFAULT_BODY_TIMEOUT
 from plantstore.errors import error_body
 from plantstore.logs import current_request_id
 from plantstore.middleware import request_id
@@ -51,8 +52,6 @@ class _Refusal:
     sent: int = 0
 
 
-#: Seconds a request's body has to arrive, from the end of its head, unless configured.
-DEFAULT_BODY_TIMEOUT = 10
 #: Seconds to wait for a client to close after the server did, as gunicorn's own close waits.
 LINGER = 2.0
 
@@ -60,7 +59,7 @@ LINGER = 2.0
 class EdgeWorker(ThreadWorker):
     """gunicorn's gthread worker, answering for gunicorn as the app does (see the module)."""
 
-    #: gunicorn has no such setting; `gunicorn.conf.py` sets it from `GUNICORN_BODY_TIMEOUT`.
+    #: gunicorn has no such setting: `plantstore.gunicorn_settings` sets it (GUNICORN_BODY_TIMEOUT).
     body_timeout = DEFAULT_BODY_TIMEOUT
 
     def __init__(self, *args, **kwargs):

@@ -1,4 +1,4 @@
-"""Run the real `gunicorn -c gunicorn.conf.py` on a socket the test owns."""
+"""Run the real `gunicorn -c gunicorn.conf.py` (or `plantstore serve`) on a socket the test owns."""
 
 import contextlib
 import http.client
@@ -14,6 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GUNICORN = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"]
+#: The `plantstore` command that `pip install` put beside this Python.
+PLANTSTORE = str(Path(sys.executable).parent / "plantstore")
 
 
 class GunicornServer:
@@ -25,7 +27,8 @@ class GunicornServer:
 
     gunicorn's output comes back from `stop()`; with `log_dir` it goes to `access.log` and
     `error.log` there instead of a pipe, for runs long enough to fill a pipe. With `cpu`, the
-    server runs on that CPU alone (the benchmark's load generator takes the other).
+    server runs on that CPU alone (the benchmark's load generator takes the other). `command`
+    runs in `cwd`: `gunicorn -c gunicorn.conf.py` from the project's root by default.
     """
 
     def __init__(
@@ -35,6 +38,8 @@ class GunicornServer:
         unix_path: Path | None = None,
         log_dir: Path | None = None,
         cpu: int | None = None,
+        command: tuple[str, ...] = tuple(GUNICORN),
+        cwd: Path = ROOT,
     ) -> None:
         if unix_path is None:
             self._socket = socket.create_server(("127.0.0.1", 0), backlog=1024)
@@ -52,8 +57,8 @@ class GunicornServer:
                 stdout = files.enter_context(open(log_dir / "access.log", "w"))
                 stderr = files.enter_context(open(log_dir / "error.log", "w"))
             self._process = subprocess.Popen(
-                [*GUNICORN, f"--bind=fd://{fd}", *args],
-                cwd=ROOT,
+                [*command, f"--bind=fd://{fd}", *args],
+                cwd=cwd,
                 env=environ,
                 pass_fds=[fd],
                 stdout=stdout,

@@ -14,7 +14,7 @@ def section_commands(title: str) -> list[str]:
 
 def test_the_quick_start_has_two_commands_and_ci_runs_the_second_then_the_slow_tests():
     start, test = section_commands("Quick start")
-    assert "gunicorn -c gunicorn.conf.py" in start
+    assert start.endswith(".venv/bin/plantstore serve")
     (slow,) = section_commands("Testing from the outside")
     assert slow.endswith("pytest -m slow")
     ci_commands = [line for line in (ROOT / ".ci/run").read_text().splitlines() if "pytest" in line]

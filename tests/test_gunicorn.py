@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gunicorn_server import GUNICORN, ROOT, GunicornServer, server_environ
+from tests.gunicorn_server import GUNICORN, PLANTSTORE, ROOT, GunicornServer, server_environ
 from tests.raw_http import exchange, parse_answers, read_until_closed
 
 TOKEN = "gunicorn-test-token"
@@ -191,6 +191,7 @@ BAD_SETTINGS = {
     ),
     "GUNICORN_KEEPALIVE": ("-5", f"GUNICORN_KEEPALIVE {WHOLE} of at least 0, not '-5'"),
     "GUNICORN_BODY_TIMEOUT": ("0", f"GUNICORN_BODY_TIMEOUT {WHOLE} of at least 1, not '0'"),
+    "PLANTSTORE_LOG_FORMAT": ("xml", "PLANTSTORE_LOG_FORMAT must be text or json, not 'xml'"),
 }
 
 #: Read and checked by gunicorn itself before gunicorn.conf.py runs: its own words.
@@ -208,8 +209,19 @@ def readme_variables() -> set[str]:
     return set(re.findall(r"^\| `([A-Z_]+)` \|", readme, flags=re.MULTILINE))
 
 
+#: What `plantstore serve` says of them: it reads the environment before gunicorn loads.
+READ_BY_GUNICORN_FIRST_SERVED = {
+    "FORWARDED_ALLOW_IPS": (
+        "proxy.local",
+        "FORWARDED_ALLOW_IPS must list addresses or networks, not 'proxy.local'",
+    ),
+    "WEB_CONCURRENCY": ("-1", f"WEB_CONCURRENCY {WHOLE} of at least 1, not '-1'"),
+}
+
+
 def test_every_variable_in_the_readme_has_a_bad_value_tried_below():
     assert readme_variables() == set(BAD_SETTINGS) | set(READ_BY_GUNICORN_FIRST)
+    assert set(READ_BY_GUNICORN_FIRST_SERVED) == set(READ_BY_GUNICORN_FIRST)
 
 
 def start_gunicorn(tmp_path, **environ):
@@ -271,6 +283,41 @@ def test_a_worker_count_that_is_not_a_number_stops_the_start_in_gunicorns_traceb
     assert result.stderr.strip().endswith(
         "ValueError: invalid literal for int() with base 10: 'abc'"
     )
+
+
+SERVED_BAD_SETTINGS = {
+    **BAD_SETTINGS,
+    **READ_BY_GUNICORN_FIRST_SERVED,
+    "WEB_CONCURRENCY abc": ("abc", f"WEB_CONCURRENCY {WHOLE} of at least 1, not 'abc'"),
+    "WEB_CONCURRENCY empty": ("", f"WEB_CONCURRENCY {WHOLE} of at least 1, not ''"),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "line"),
+    [(n.split()[0], *v) for n, v in SERVED_BAD_SETTINGS.items()],
+    ids=list(SERVED_BAD_SETTINGS),
+)
+def test_plantstore_serve_stops_at_every_bad_setting_with_one_line_naming_it(
+    tmp_path, name, value, line
+):
+    """gunicorn's own readings included: `plantstore serve` checks before gunicorn loads."""
+    result = subprocess.run(
+        [PLANTSTORE, "serve", *(() if name == "PORT" else ("--bind=127.0.0.1:0",))],
+        cwd=tmp_path,
+        env=server_environ(
+            **{
+                "PLANTSTORE_TOKENS": TOKEN,
+                "TMPDIR": str(tmp_path),
+                name: value.format(tmp=tmp_path),
+            }
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert result.stderr.strip() == f"plantstore: {line.format(tmp=tmp_path)}"
 
 
 def test_an_unknown_store_stops_the_start_with_one_line_naming_it():
@@ -544,3 +591,45 @@ def test_the_error_log_keeps_its_format_in_a_file_named_by_the_error_logfile_fla
     lines = error_log.read_text().splitlines()
     assert any("[INFO] Booting worker" in line for line in lines)
     assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
+
+
+ACCESS_KEYS = {"time", "request_id", "client", "method", "path", "status", "duration_us"}
+ERROR_KEYS = {"time", "level", "logger", "process", "request_id", "message"}
+
+
+def test_with_json_logs_every_line_of_both_logs_is_one_object_and_no_token_is_in_them():
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_LOG_FORMAT="json"))
+    try:
+        plant = json.dumps({"id": 1, "name": 'a "fern"'})
+        traced = {**AUTH, "X-Request-ID": "trace-json"}
+        assert server.request("POST", "/plants", plant, traced)[0] == 200
+        wrong = {**AUTH, "Authorization": f"Bearer {SECRET}"}
+        assert server.request("GET", f'/plants/"1?token={SECRET}', headers=wrong)[0] == 401
+        raw = refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization Bearer {SECRET}")
+        (answer,) = parse_answers(exchange(server.port, raw))
+        assert answer.status == 400
+    finally:
+        stdout, stderr = server.stop()
+    assert TOKEN not in stdout + stderr
+    assert SECRET not in stdout + stderr
+
+    access = [json.loads(line) for line in stdout.splitlines()]
+    assert all(entry.keys() == ACCESS_KEYS for entry in access)
+    assert all(entry["client"] == "127.0.0.1" and entry["duration_us"] > 0 for entry in access)
+    assert sorted(
+        (
+            (entry["status"], entry["request_id"] == "trace-json", entry["method"], entry["path"])
+            for entry in access
+        ),
+        key=lambda fields: fields[0],
+    ) == [
+        (200, True, "POST", "/plants"),
+        (400, False, None, None),
+        (401, False, "GET", '/plants/"1'),
+    ]
+
+    errors = [json.loads(line) for line in stderr.splitlines()]
+    assert all(entry.keys() == ERROR_KEYS for entry in errors)
+    (warning,) = [entry for entry in errors if "invalid request" in entry["message"]]
+    assert (warning["request_id"], warning["level"]) == (answer.headers["x-request-id"], "WARNING")
+    assert any(entry["message"].startswith("Booting worker") for entry in errors)

@@ -1,20 +1,31 @@
 """The error log's format: every line, a traceback's too, carries its request's id."""
 
 import io
+import json
 import logging
 import re
 
 import pytest
 
-from plantstore.logs import LineFormatter, RequestIdFilter, current_request_id
+from plantstore.logs import JsonFormatter, LineFormatter, RequestIdFilter, current_request_id
 from plantstore.stores import StoreUnavailable
 
 
 @pytest.fixture
 def error_log():
     """What reaches the root logger, written as the service's error log writes it."""
+    yield from logged_with(LineFormatter())
+
+
+@pytest.fixture
+def json_error_log():
+    """The same, as `PLANTSTORE_LOG_FORMAT=json` writes it."""
+    yield from logged_with(JsonFormatter())
+
+
+def logged_with(formatter):
     handler = logging.StreamHandler(io.StringIO())
-    handler.setFormatter(LineFormatter())
+    handler.setFormatter(formatter)
     handler.addFilter(RequestIdFilter())
     root = logging.getLogger()
     root.addHandler(handler)
@@ -73,3 +84,41 @@ def test_a_line_outside_any_request_says_so(error_log):
     assert re.fullmatch(
         PREFIX.format("-", r"psycopg\.pool", "WARNING") + "error connecting\n", error_log.getvalue()
     )
+
+
+def test_in_json_a_500_is_one_line_whose_message_holds_the_traceback(
+    client, store, monkeypatch, json_error_log
+):
+    def broken(plant_id, plant):
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr(store, "add", broken)
+    result = client.simulate_post(
+        "/plants", json={"id": 1, "name": "fern"}, headers={"X-Request-ID": "trace-500"}
+    )
+    assert result.status_code == 500
+    (line,) = json_error_log.getvalue().splitlines()
+    entry = json.loads(line)
+    assert entry.keys() == {"time", "level", "logger", "process", "request_id", "message"}
+    assert (entry["request_id"], entry["logger"], entry["level"]) == (
+        "trace-500",
+        "falcon",
+        "ERROR",
+    )
+    assert entry["message"].startswith("POST /plants: Traceback (most recent call last):\n")
+    assert entry["message"].endswith("RuntimeError: secret internal detail")
+
+
+def test_in_json_a_logged_exception_is_one_line_with_its_traceback_as_one_field(json_error_log):
+    outside_a_request = current_request_id.set("-")
+    try:
+        raise ValueError("bad")
+    except ValueError:
+        logging.getLogger("plantstore.test").exception("it failed")
+    finally:
+        current_request_id.reset(outside_a_request)
+    (line,) = json_error_log.getvalue().splitlines()
+    entry = json.loads(line)
+    assert (entry["message"], entry["level"], entry["request_id"]) == ("it failed", "ERROR", None)
+    assert entry["traceback"].startswith("Traceback (most recent call last):\n")
+    assert entry["traceback"].endswith("ValueError: bad")

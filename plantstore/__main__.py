@@ -1,0 +1,5 @@
+"""`python -m plantstore`: the `plantstore` command, without its script on the PATH."""
+
+from plantstore.command import main
+
+main()

@@ -1,0 +1,98 @@
+"""The `plantstore` command: run the service, make a token, check the configuration.
+
+Every subcommand reads the settings through `plantstore.config` first, so a bad one stops it
+with the one `plantstore: ...` line that names the variable, before gunicorn is imported (it
+reads `WEB_CONCURRENCY` and `FORWARDED_ALLOW_IPS` itself as it loads, in its own words).
+"""
+
+import argparse
+import logging
+import sys
+
+from plantstore import run_token
+from plantstore.config import ConfigError, read_all
+from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store, store_kind
+
+
+def _read_settings():
+    try:
+        return read_all()
+    except ConfigError as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
+
+
+def serve(arguments: list[str]) -> None:
+    """Run gunicorn with the packaged settings; gunicorn's own flags pass through."""
+    _read_settings()
+    from plantstore.server import Server  # imports gunicorn: only once the settings are good
+
+    Server(arguments).run()
+
+
+def token() -> None:
+    """Print a fresh token, made as a run without one makes its own."""
+    print(run_token.new())
+
+
+def check() -> None:
+    """Read every setting and reach the store: open it, ask it whether a write can succeed.
+
+    Says which kind of store is ready, never its URL, which may hold a password.
+    """
+    config, _ = _read_settings()
+    # A library's own warnings (psycopg's pool retrying) would add lines to the one answer.
+    logging.getLogger().addHandler(logging.NullHandler())
+    try:
+        store = open_store(config.store_url)
+        try:
+            store.check_ready()
+        finally:
+            store.close()
+    except (StoreUnavailable, SchemaTooNew) as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
+    print(f"plantstore: ok: the {store_kind(config.store_url)} store is ready")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plantstore",
+        description="Plant Store, a small HTTP service that keeps plants. Every subcommand "
+        "reads the settings from the environment (see the README's configuration table).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser(
+        "serve",
+        add_help=False,  # --help goes to gunicorn, which lists the flags it takes
+        help="run the service under gunicorn; gunicorn's flags pass through (--bind, "
+        "--workers, ...: plantstore serve --help lists them)",
+    )
+    commands.add_parser(
+        "token",
+        help="print a fresh random token: add it to PLANTSTORE_TOKENS or as a line of "
+        "PLANTSTORE_TOKENS_FILE, and give it to the client, which sends it as "
+        "'Authorization: Bearer <token>'",
+        description="Print a fresh random token. Add it to PLANTSTORE_TOKENS or as a line of "
+        "PLANTSTORE_TOKENS_FILE (then restart the service, or send its master SIGHUP), and "
+        "give it to the client, which sends it as 'Authorization: Bearer <token>'.",
+    )
+    commands.add_parser(
+        "check",
+        help="read the settings and reach the store; say what is wrong, or ok",
+        description="Read every setting and reach the store: exit 0 saying 'ok' when a write "
+        "can succeed now, else 1 with the one-line reason.",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the subcommand named in `argv` (the command line by default)."""
+    parser = _parser()
+    arguments, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if arguments.command == "serve":
+        serve(rest)
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    elif arguments.command == "token":
+        token()
+    else:
+        check()

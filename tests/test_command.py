@@ -1,0 +1,109 @@
+"""The `plantstore` command, as `pip install` puts it on the PATH, run outside the checkout."""
+
+import json
+import re
+import subprocess
+import sys
+
+from tests.gunicorn_server import GUNICORN, PLANTSTORE, ROOT, GunicornServer, server_environ
+
+ACCESS_LOG_LINE = re.compile(
+    r'127\.0\.0\.1 request_id=\S+ "POST /plants" status=200 duration_us=\d+'
+)
+
+
+def run(command, cwd, **environ) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        command,
+        cwd=cwd,
+        env=server_environ(TMPDIR=str(cwd), **environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_serve_runs_the_service_from_any_directory_with_a_token_the_command_made(tmp_path):
+    made = run([sys.executable, "-m", "plantstore", "token"], tmp_path)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}", token)
+
+    server = GunicornServer(
+        server_environ(PLANTSTORE_TOKENS=token),
+        command=(PLANTSTORE, "serve"),
+        cwd=tmp_path,
+    )
+    try:
+        plant = json.dumps({"id": 1, "name": "fern"})
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        status, _, body = server.request("POST", "/plants", plant, headers)
+    finally:
+        stdout, stderr = server.stop()
+    assert (status, json.loads(body)) == (200, {"name": "fern"})
+    assert ACCESS_LOG_LINE.fullmatch(stdout.strip())
+    assert token not in stdout + stderr
+
+
+def test_each_run_makes_another_token(tmp_path):
+    tokens = {run([PLANTSTORE, "token"], tmp_path).stdout for _ in range(2)}
+    assert len(tokens) == 2
+
+
+def test_serve_passes_gunicorns_flags_through_to_the_packaged_settings(tmp_path):
+    """The settings' on_starting hook refuses a second worker for the memory store."""
+    result = run([PLANTSTORE, "serve", "--bind=127.0.0.1:0", "--workers", "2"], tmp_path)
+    assert result.returncode != 0
+    assert result.stderr.splitlines()[-1] == (
+        "plantstore: the memory store keeps plants in one process; run one worker "
+        "(WEB_CONCURRENCY=1), not 2"
+    )
+
+
+def test_serve_and_the_checkouts_gunicorn_conf_have_the_same_settings(tmp_path):
+    def settings(command, cwd):
+        result = run([*command, "--print-config"], cwd, PLANTSTORE_TOKENS="t")
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        return [line for line in lines if not line.startswith(("chdir ", "config "))]
+
+    served = settings([PLANTSTORE, "serve"], tmp_path)
+    assert served == settings(GUNICORN, ROOT)
+    assert "worker_class                       = plantstore.worker.EdgeWorker" in served
+    assert "on_starting                        = <on_starting()>" in served
+
+
+def test_check_says_ok_and_the_kind_of_store(tmp_path):
+    url = f"sqlite:///{tmp_path / 'plants.db'}"
+    result = run([PLANTSTORE, "check"], tmp_path, PLANTSTORE_STORE=url)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        "plantstore: ok: the sqlite store is ready\n",
+        "",
+    )
+
+
+def test_check_stops_at_a_bad_setting_with_its_one_line(tmp_path):
+    result = run([PLANTSTORE, "check"], tmp_path, GUNICORN_THREADS="lots")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1,
+        "",
+        "plantstore: GUNICORN_THREADS must be a whole number of at least 1, not 'lots'\n",
+    )
+
+
+def test_check_says_in_one_line_that_the_store_is_out_of_reach_and_not_its_url(tmp_path):
+    """Nothing listens on port 1."""
+    url = "postgresql://plantstore:hunter2@127.0.0.1:1/plants"
+    result = run([PLANTSTORE, "check"], tmp_path, PLANTSTORE_STORE=url)
+    assert (result.returncode, result.stdout) == (1, "")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("plantstore: PostgreSQL: ")
+    assert "hunter2" not in line
+
+
+def test_serve_help_is_gunicorns_list_of_flags(tmp_path):
+    result = run([PLANTSTORE, "serve", "--help"], tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: plantstore serve [OPTIONS]")
+    assert "--workers INT" in result.stdout
