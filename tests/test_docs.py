@@ -8,7 +8,9 @@ README = (ROOT / "README.md").read_text()
 
 
 def section_commands(title: str) -> list[str]:
-    section = README.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    """The commands of the section headed `title`, at any level, up to the next heading."""
+    section = re.split(rf"^#+ {re.escape(title)}\n", README, flags=re.MULTILINE)[1]
+    section = re.split(r"^#+ ", section, flags=re.MULTILINE)[0]
     return re.findall(r"```sh\n(.+)\n```", section)
 
 
