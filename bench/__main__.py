@@ -43,10 +43,9 @@ def run_inprocess(args) -> bool:
     except InvalidRun as ex:
         print(f"  INVALID: {ex}")
         return False
-    targets = {"success": 2.5, "get": 2.0, "401": 1.5, "400": 4.0}
     floor = medians["floor"]
     print(f"  {'floor':8} {floor:7.1f} µs")
-    for name, limit in targets.items():
+    for name, limit in inprocess.TARGETS.items():
         ratio = medians[name] / floor
         print(
             f"  {name:8} {medians[name]:7.1f} µs  {ratio:4.2f}x floor  "

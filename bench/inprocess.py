@@ -24,6 +24,9 @@ from plantstore.stores.memory import MemoryStore
 #: Plants kept ahead (ids -1 to -1,000) for `GET /plants/{id}` to read, one after another.
 READABLE = 1_000
 
+#: The most each case may cost, as a multiple of the floor's µs per request.
+TARGETS = {"success": 2.5, "get": 2.0, "401": 1.5, "400": 4.0}
+
 
 @dataclass
 class Case:

@@ -19,7 +19,8 @@ from plantstore.app import create_app
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 
-CASES = ["floor", "success", "get", "400", "401"]
+#: The floor, and every case the bench holds to a target.
+CASES = ["floor", *inprocess.TARGETS]
 #: Store sizes of the page cases: each compares two stores, of 1,000 or 20,000 plants and 30,000.
 SMALL, BIG = 1_000, 30_000
 
