@@ -367,6 +367,8 @@ def refused(head: str) -> bytes:
     return head.encode("latin-1") + b"\r\n\r\n"
 
 
+# Eleven servers: the slow set (tests/test_refusals.py checks the words in process).
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("raw", "status"),
     [

@@ -48,6 +48,7 @@ def listed(server: GunicornServer, query: str = "") -> list[dict]:
     return json.loads(body)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
 def test_every_answer_is_explained_by_some_order_of_the_requests(store_url, tmp_path):
     """Every create sends a plant of its own, so its 200 means it inserted, and a 204 deleted.

@@ -12,6 +12,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 PLANTS = [{"id": n * 7919 - 2**40, "name": f"plant {n} 🌿", "tag": f"t{n}"} for n in range(60)]
 
 shared = pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+#: Three real worker processes each: the slow set.
+pytestmark = pytest.mark.slow
 
 
 def start(store_url, **environ) -> GunicornServer:

@@ -218,6 +218,16 @@ def empty_store(store_url, tmp_path):
         store.close()
 
 
+@pytest.mark.parametrize(
+    "store_url",
+    [
+        "memory",
+        # A durable store's examples take seconds: the slow set.
+        pytest.param("sqlite", marks=pytest.mark.slow),
+        pytest.param("postgres", marks=pytest.mark.slow),
+    ],
+    indirect=True,
+)
 def test_every_sequence_of_operations_answers_as_the_model_does(empty_store):
     machine = type("Machine", (PlantStoreMachine,), {"empty_store": staticmethod(empty_store)})
     run_state_machine_as_test(

@@ -260,6 +260,7 @@ def post_until_served(client, body, seconds=60):
             return result
 
 
+@pytest.mark.slow
 def test_postgresql_going_down_answers_503_and_recovers_without_a_restart(config, postgres_cluster):
     store = PostgresStore(postgres_cluster.url())
     client = client_of(config, store)
@@ -285,6 +286,7 @@ def test_postgresql_going_down_answers_503_and_recovers_without_a_restart(config
         late_store.close()
 
 
+@pytest.mark.slow
 def test_a_postgresql_restart_between_requests_costs_no_request(config, postgres_cluster):
     """The pooled connection the restart broke is replaced, not answered with a 503."""
     store = PostgresStore(postgres_cluster.url())
@@ -310,6 +312,7 @@ def timed(call, *args, **kwargs):
 SLACK = 0.3
 
 
+@pytest.mark.slow
 def test_with_postgresql_down_no_request_waits_past_the_bound(config, postgres_cluster):
     store = PostgresStore(postgres_cluster.url())
     client = client_of(config, store)
@@ -337,6 +340,7 @@ def test_with_postgresql_down_no_request_waits_past_the_bound(config, postgres_c
         store.close()
 
 
+@pytest.mark.slow
 def test_a_database_that_never_answers_holds_no_request_long(config):
     """The port accepts connections, and the server behind it never says a word."""
     with socket.create_server(("127.0.0.1", 0)) as silent:

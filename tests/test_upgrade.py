@@ -87,6 +87,7 @@ def walk(server, query: str) -> list[tuple[int, bytes]]:
 upgraded = pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
 
 
+@pytest.mark.slow
 @upgraded
 def test_every_plant_1_0_0_kept_is_served_by_three_workers_after_the_upgrade(store_url, tmp_path):
     """The schema is brought up to date once, before any worker serves, with no plant lost."""
