@@ -24,15 +24,15 @@ def start(store_url, **environ) -> GunicornServer:
     )
 
 
-def post(server, plant) -> tuple[int, dict]:
+def create(server, plant) -> tuple[int, dict]:
     status, _, body = server.request("POST", "/plants", json.dumps(plant), AUTH)
     return status, json.loads(body)
 
 
 def assert_every_plant_is_kept(server):
     for plant in PLANTS:
-        assert post(server, plant) == (200, {"name": plant["name"], "tag": plant["tag"]})
-        status, body = post(server, {**plant, "tag": "other"})
+        assert create(server, plant) == (200, {"name": plant["name"], "tag": plant["tag"]})
+        status, body = create(server, {**plant, "tag": "other"})
         assert (status, body["error"]) == (409, 409)
 
 
@@ -41,7 +41,7 @@ def test_three_workers_share_the_plants_and_keep_them_across_a_restart(store_url
     server = start(store_url)
     try:
         for plant in PLANTS:
-            assert post(server, plant) == (200, {"name": plant["name"], "tag": plant["tag"]})
+            assert create(server, plant) == (200, {"name": plant["name"], "tag": plant["tag"]})
         assert_every_plant_is_kept(server)
         assert server.request("GET", "/readyz")[0] == 200
     finally:
@@ -60,14 +60,14 @@ def test_concurrent_creates_of_one_id_across_workers_have_one_winner(store_url):
     server = start(store_url)
     connections = [server.connect() for _ in range(24)]
 
-    def create(n):
+    def contend(n):
         connections[n].request("POST", "/plants", json.dumps({"id": 1, "name": f"p{n}"}), AUTH)
         return connections[n].getresponse().status
 
     try:
         for connection in connections:
             connection.connect()
-        statuses = at_once(len(connections), create)
+        statuses = at_once(len(connections), contend)
     finally:
         for connection in connections:
             connection.close()
@@ -78,7 +78,7 @@ def test_concurrent_creates_of_one_id_across_workers_have_one_winner(store_url):
 def test_sqlite_is_closed_cleanly_when_the_workers_exit(sqlite_url, tmp_path):
     """The last connection to close folds the write-ahead log into the database file."""
     server = start(sqlite_url)
-    assert post(server, PLANTS[0])[0] == 200
+    assert create(server, PLANTS[0])[0] == 200
     assert (tmp_path / "plants.db-wal").exists()
     server.stop()
     assert not (tmp_path / "plants.db-wal").exists()

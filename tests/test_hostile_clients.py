@@ -68,20 +68,23 @@ def exchange(server, raw: bytes) -> bytes:
     return raw_http.exchange(server.port, raw, timeout=PATIENCE)
 
 
-def post(body: bytes, **headers: str) -> bytes:
+def raw_post(body: bytes, **headers: str) -> bytes:
+    """The bytes of a `POST /plants` with the token, `headers` and `body`, as sent on the wire."""
     return request_head("POST", "/plants", {**HEADERS, **headers}) + body
 
 
 def test_a_body_over_the_limit_with_content_length_is_413(server):
-    raw = post(OVER_THE_LIMIT, **{"Content-Length": str(len(OVER_THE_LIMIT))})
-    first, *rest = parse_answers(exchange(server, raw + post(PLANT, **{"Content-Length": "25"})))
+    raw = raw_post(OVER_THE_LIMIT, **{"Content-Length": str(len(OVER_THE_LIMIT))})
+    first, *rest = parse_answers(
+        exchange(server, raw + raw_post(PLANT, **{"Content-Length": "25"}))
+    )
     assert (first.status, first.json()["error"]) == (413, 413)
     # gunicorn reads past an unread body only so far; beyond that it closes the connection.
     assert [answer.status for answer in rest] in ([], [200])
 
 
 def test_an_announced_body_over_the_limit_is_413_before_it_is_sent(server):
-    raw = post(b"", **{"Content-Length": "10000000"})
+    raw = raw_post(b"", **{"Content-Length": "10000000"})
     with connect(server) as client:
         client.sendall(raw)
         answer = http.client.HTTPResponse(client)
@@ -96,14 +99,14 @@ def chunked(body: bytes, size: int = 1000) -> bytes:
 
 def test_a_chunked_body_over_the_limit_is_413(server):
     (answer,) = parse_answers(
-        exchange(server, post(chunked(OVER_THE_LIMIT), **{"Transfer-Encoding": "chunked"}))
+        exchange(server, raw_post(chunked(OVER_THE_LIMIT), **{"Transfer-Encoding": "chunked"}))
     )
     assert (answer.status, answer.json()["error"]) == (413, 413)
 
 
 def test_a_chunked_body_within_the_limit_is_served(server):
     (answer,) = parse_answers(
-        exchange(server, post(chunked(PLANT, size=7), **{"Transfer-Encoding": "chunked"}))
+        exchange(server, raw_post(chunked(PLANT, size=7), **{"Transfer-Encoding": "chunked"}))
     )
     assert (answer.status, answer.json()) == (200, {"name": "fern"})
 
@@ -130,7 +133,9 @@ def test_a_chunked_body_within_the_limit_is_served(server):
     ],
 )
 def test_a_malformed_chunked_body_is_400_and_the_connection_closes(server, body):
-    raw = post(body, **{"Transfer-Encoding": "chunked"}) + post(PLANT, **{"Content-Length": "25"})
+    raw = raw_post(body, **{"Transfer-Encoding": "chunked"}) + raw_post(
+        PLANT, **{"Content-Length": "25"}
+    )
     (answer,) = parse_answers(exchange(server, raw))
     assert (answer.status, answer.json()) == (
         400,
@@ -140,7 +145,7 @@ def test_a_malformed_chunked_body_is_400_and_the_connection_closes(server, body)
 
 
 def test_a_client_that_closes_mid_body_is_400(server):
-    raw = post(b"19\r\n" + PLANT[:10], **{"Transfer-Encoding": "chunked"})
+    raw = raw_post(b"19\r\n" + PLANT[:10], **{"Transfer-Encoding": "chunked"})
     (answer,) = parse_answers(exchange(server, raw))
     assert (answer.status, answer.json()) == (
         400,
@@ -163,7 +168,7 @@ def test_bodies_that_stall_free_their_threads_within_the_bound(server):
     try:
         for number, client in enumerate(stalled):
             body = STALLED_BODIES[number % len(STALLED_BODIES)]
-            client.sendall(post(body, **{"Transfer-Encoding": "chunked"}))
+            client.sendall(raw_post(body, **{"Transfer-Encoding": "chunked"}))
         started = time.monotonic()
         status, _, _ = server.request("GET", "/healthz")
         assert status == 200
@@ -207,7 +212,7 @@ def test_clients_that_never_close_after_a_refusal_do_not_stall_the_worker(server
 
 
 def test_a_content_length_shorter_than_the_body_is_400(server):
-    first, *rest = parse_answers(exchange(server, post(PLANT, **{"Content-Length": "10"})))
+    first, *rest = parse_answers(exchange(server, raw_post(PLANT, **{"Content-Length": "10"})))
     assert (first.status, first.json()["error"]) == (400, 400)
     assert "Could not parse JSON body" in first.json()["message"]
     # The rest of the body is no request: refused by gunicorn or dropped with the connection.
@@ -215,7 +220,7 @@ def test_a_content_length_shorter_than_the_body_is_400(server):
 
 
 def test_a_content_length_longer_than_the_body_is_400_when_the_client_stops(server):
-    (answer,) = parse_answers(exchange(server, post(PLANT, **{"Content-Length": "100"})))
+    (answer,) = parse_answers(exchange(server, raw_post(PLANT, **{"Content-Length": "100"})))
     assert (answer.status, answer.json()) == (
         400,
         {"error": 400, "message": "The body ended after 25 of its 100 bytes."},
@@ -225,7 +230,7 @@ def test_a_content_length_longer_than_the_body_is_400_when_the_client_stops(serv
 @pytest.mark.parametrize(
     "partial",
     [
-        post(PLANT, **{"Content-Length": "100"}),
+        raw_post(PLANT, **{"Content-Length": "100"}),
         request_head("POST", "/plants", HEADERS)[:40],
     ],
     ids=["in the body", "in the headers"],
@@ -264,7 +269,7 @@ def test_many_concurrent_connections_are_all_served(server):
     try:
         for plant_id, client in enumerate(clients, start=1000):
             body = b'{"id": %d, "name": "fern"}' % plant_id
-            client.sendall(post(body, **{"Content-Length": str(len(body))}))
+            client.sendall(raw_post(body, **{"Content-Length": str(len(body))}))
         for client in clients:
             answer = http.client.HTTPResponse(client)
             answer.begin()

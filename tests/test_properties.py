@@ -45,7 +45,8 @@ def fresh_client():
     )
 
 
-def post(body, client=None):
+def post_body(body, client=None):
+    """`POST /plants` of `body` (a JSON value, or bytes as sent), to `client` or a fresh service."""
     text = body if isinstance(body, bytes) else json.dumps(body)
     return (client or fresh_client()).simulate_post(
         "/plants", body=text, content_type="application/json"
@@ -60,7 +61,7 @@ def post(body, client=None):
 )
 def test_every_valid_new_plant_answers_exactly_its_plant(plant_id, name, tag, others):
     plant = {"name": name} if tag is None else {"name": name, "tag": tag}
-    result = post({**others, "id": plant_id, **plant})
+    result = post_body({**others, "id": plant_id, **plant})
     assert result.status_code == 200
     assert result.json == plant
 
@@ -93,7 +94,7 @@ new_plant_like = st.builds(
 
 @given(body=(new_plant_like | json_values).filter(wrong_fields))
 def test_every_invalid_body_is_400_naming_each_wrong_field(body):
-    result = post(body)
+    result = post_body(body)
     assert result.status_code == 400
     assert result.headers["content-type"] == "application/json"
     assert set(result.json) == {"error", "message"}
@@ -116,7 +117,7 @@ def test_an_id_is_kept_as_exactly_the_integer_written_or_refused(written):
     """orjson's parse decides: a fraction part or an exponent makes a float, exact below 2**53."""
     plant_id, spelling = written
     client = fresh_client()
-    result = post(b'{"id": %s, "name": "fern"}' % spelling.format(plant_id).encode(), client)
+    result = post_body(b'{"id": %s, "name": "fern"}' % spelling.format(plant_id).encode(), client)
     as_float = spelling != "{}"
     if INT64_MIN <= plant_id <= INT64_MAX and not (as_float and abs(plant_id) >= EXACT_FLOATS):
         assert result.status_code == 200
