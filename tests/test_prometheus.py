@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from tests.gunicorn_server import GunicornServer, server_environ
-from tests.test_faults import wait_for
+from tests.test_faults import replacements, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -105,12 +105,6 @@ def create(server, first: int, count: int) -> None:
         assert server.request("POST", "/plants", body, AUTH)[0] == 200
 
 
-def replaced(server, victim: int) -> bool:
-    """Whether the master has put a new worker in place of `victim`: three again, not it."""
-    workers = server.worker_pids()
-    return len(workers) == 3 and victim not in workers
-
-
 @pytest.fixture
 def prometheus_binary():
     if shutil.which("prometheus") is None:
@@ -135,7 +129,7 @@ def test_prometheus_counts_every_request_across_workers_and_a_restart(tmp_path, 
             create(server, 0, BEFORE)
             victim = server.worker_pids()[0]
             os.kill(victim, signal.SIGKILL)
-            wait_for(lambda: replaced(server, victim), "a new worker in place of the killed one")
+            wait_for(lambda: replacements(server, victim, 3), "a new worker in its place")
             create(server, BEFORE, AFTER)
             sent = time.time()
 
