@@ -12,8 +12,8 @@ import urllib.request
 
 import pytest
 
-from tests.gunicorn_server import GunicornServer, server_environ
 from tests.test_faults import replacements, wait_for
+from tests.test_metrics import sqlite_workers
 
 pytestmark = pytest.mark.slow
 
@@ -112,17 +112,7 @@ def prometheus_binary():
 
 
 def test_prometheus_counts_every_request_across_workers_and_a_restart(tmp_path, prometheus_binary):
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    server = GunicornServer(
-        server_environ(
-            PLANTSTORE_TOKENS=TOKEN,
-            PLANTSTORE_STORE=f"sqlite:///{tmp_path / 'plants.db'}",
-            WEB_CONCURRENCY="3",
-            TMPDIR=str(temporary),
-        ),
-        log_dir=tmp_path,
-    )
+    server, temporary = sqlite_workers(tmp_path, 3, log_dir=tmp_path, PLANTSTORE_TOKENS=TOKEN)
     try:
         prometheus = Prometheus(tmp_path, server.port)
         try:
