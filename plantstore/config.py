@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plantstore.proxy import TrustedProxies
-from plantstore.stores import store_kind
+from plantstore.stores import MEMORY_URL, store_kind
 
 DEFAULT_MAX_BODY_BYTES = 65536
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
-DEFAULT_STORE = "memory://"
+DEFAULT_STORE = MEMORY_URL
 #: Seconds a request's body has to arrive, from the end of its head, unless configured.
 DEFAULT_BODY_TIMEOUT = 10
 LOG_FORMATS = ("text", "json")
