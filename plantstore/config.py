@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plantstore.proxy import TrustedProxies
-from plantstore.stores import store_kind
+from plantstore.stores import MEMORY_URL, store_kind
 
 DEFAULT_MAX_BODY_BYTES = 65536
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
-DEFAULT_STORE = "memory://"
+DEFAULT_STORE = MEMORY_URL
 #: Seconds a request's body has to arrive, from the end of its head, unless configured.
 DEFAULT_BODY_TIMEOUT = 10
 LOG_FORMATS = ("text", "json")
@@ -209,6 +209,11 @@ class Config:
             metrics_public=_read_flag(environ, "PLANTSTORE_METRICS_PUBLIC"),
         )
 
+    @property
+    def memory(self) -> bool:
+        """Whether plants are kept in the process's memory, which one worker process alone sees."""
+        return self.store_url == DEFAULT_STORE
+
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -238,12 +243,11 @@ class ServerConfig:
         on every core; with the memory store one, since a dict cannot be shared between them.
         """
         check_port(environ)
-        memory = config.store_url == DEFAULT_STORE
         return cls(
             workers=env_int(
                 environ,
                 "WEB_CONCURRENCY",
-                1 if memory else os.cpu_count() or 1,
+                1 if config.memory else os.cpu_count() or 1,
                 minimum=1,
                 blank_ok=False,
             ),

@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 from plantstore import run_token
-from plantstore.config import DEFAULT_STORE, ConfigError, read_all
+from plantstore.config import ConfigError, read_all
 from plantstore.logs import current_request_id
 from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
 
@@ -24,7 +24,6 @@ try:
     _config, _server = read_all(os.environ)
 except ConfigError as ex:
     raise SystemExit(f"plantstore: {ex}") from None
-_MEMORY = _config.store_url == DEFAULT_STORE
 
 # The app factory, called in each worker after it forks (the app is not preloaded), so each
 # worker opens its own database connections.
@@ -91,7 +90,7 @@ def on_starting(server):
     file only this user can read, and the workers (forked from here) read that file. The log
     names the file, never the token.
     """
-    if _MEMORY and server.cfg.workers > 1:
+    if _config.memory and server.cfg.workers > 1:
         raise SystemExit(
             "plantstore: the memory store keeps plants in one process; run one worker "
             f"(WEB_CONCURRENCY=1), not {server.cfg.workers}"
@@ -119,7 +118,7 @@ def post_fork(server, worker):
     worker that died or stopped answering, has lost every plant the first one kept, while
     the service answers on, so an id can then take other content.
     """
-    if _MEMORY and worker.age > 1:
+    if _config.memory and worker.age > 1:
         server.log.warning(
             "plantstore: this worker starts with an empty memory store: the plants kept by "
             "the worker before it are gone"

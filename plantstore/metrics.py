@@ -1,10 +1,11 @@
 """Prometheus metrics: what an operator watches, counted in every gunicorn worker.
 
-Under gunicorn, `gunicorn.conf.py` names a fresh directory in `PROMETHEUS_MULTIPROC_DIR` before
-the first worker forks. prometheus_client reads that variable when it is first imported, and
-then keeps each worker's values in files there; a scrape, whichever worker answers it, adds up
-every worker's files, those of workers since replaced included. Without it (falcon.testing,
-`python -m bench`) the values live in a registry of the app's own.
+Under gunicorn, `plantstore/gunicorn_settings.py` (`when_ready`) names a fresh directory in
+`PROMETHEUS_MULTIPROC_DIR` before the first worker forks. prometheus_client reads that variable
+when it is first imported, and then keeps each worker's values in files there; a scrape,
+whichever worker answers it, adds up every worker's files, those of workers since replaced
+included. Without it (falcon.testing, `python -m bench`) the values live in a registry of the
+app's own.
 
 Labels are bounded, so a client cannot make series without end: the route's template
 (`/plants/{plant_id}`, never the path, its id or its query), `unmatched` where no route

@@ -65,9 +65,14 @@ class BodyLimit:
 
     def process_resource(self, req, resp, resource, params):
         length = req.content_length
-        if length is None and not req.env.get("wsgi.input_terminated"):
-            return
-        if length is not None and length > self._max_bytes:
+        if length is None:
+            # No Content-Length: only a chunked body has bytes (RFC 9112, section 6.3), and only
+            # a de-chunked one can be read. gunicorn says `wsgi.input_terminated` for every
+            # request, so most (a GET, a DELETE) end here, with nothing to read.
+            env = req.env
+            if "HTTP_TRANSFER_ENCODING" not in env or not env.get("wsgi.input_terminated"):
+                return
+        elif length > self._max_bytes:
             raise self._too_large()
         body = _read(req.stream, self._max_bytes + 1 if length is None else length)
         if len(body) > self._max_bytes:

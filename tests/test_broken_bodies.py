@@ -51,6 +51,7 @@ def test_a_body_the_client_breaks_is_its_error(app, failure, status, message, ch
     )
     if chunked:
         environ.pop("CONTENT_LENGTH", None)
+        environ["HTTP_TRANSFER_ENCODING"] = "chunked"
     else:
         environ["CONTENT_LENGTH"] = "25"
     environ.update({"wsgi.input": BrokenStream(failure), "wsgi.input_terminated": True})

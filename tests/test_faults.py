@@ -29,10 +29,10 @@ def wait_for(condition, what: str, patience: float = 30):
     return outcome
 
 
-def replacements(server, victim: int) -> list[int] | None:
-    """The workers, once the master has put a new one in place of `victim`."""
+def replacements(server, victim: int, count: int = 2) -> list[int] | None:
+    """The `count` workers, once the master has put a new one in place of `victim`."""
     workers = server.worker_pids()
-    return workers if len(workers) == 2 and victim not in workers else None
+    return workers if len(workers) == count and victim not in workers else None
 
 
 def stored_plants(database) -> dict[int, bytes]:

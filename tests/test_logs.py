@@ -36,9 +36,9 @@ def logged_with(formatter):
 PREFIX = r"\[[^]]+\] \[\d+\] request_id={} \[{}\] \[{}\] "
 
 
-def test_a_500s_traceback_carries_the_request_id_on_every_line(
-    client, store, monkeypatch, error_log
-):
+def post_a_500(client, store, monkeypatch):
+    """POST a plant, as request `trace-500`, to a store that fails with an unexpected error."""
+
     def broken(plant_id, plant):
         raise RuntimeError("secret internal detail")
 
@@ -47,6 +47,12 @@ def test_a_500s_traceback_carries_the_request_id_on_every_line(
         "/plants", json={"id": 1, "name": "fern"}, headers={"X-Request-ID": "trace-500"}
     )
     assert result.status_code == 500
+
+
+def test_a_500s_traceback_carries_the_request_id_on_every_line(
+    client, store, monkeypatch, error_log
+):
+    post_a_500(client, store, monkeypatch)
     lines = error_log.getvalue().splitlines()
     assert len(lines) > 3
     prefix = re.compile(PREFIX.format("trace-500", "falcon", "ERROR"))
@@ -89,14 +95,7 @@ def test_a_line_outside_any_request_says_so(error_log):
 def test_in_json_a_500_is_one_line_whose_message_holds_the_traceback(
     client, store, monkeypatch, json_error_log
 ):
-    def broken(plant_id, plant):
-        raise RuntimeError("secret internal detail")
-
-    monkeypatch.setattr(store, "add", broken)
-    result = client.simulate_post(
-        "/plants", json={"id": 1, "name": "fern"}, headers={"X-Request-ID": "trace-500"}
-    )
-    assert result.status_code == 500
+    post_a_500(client, store, monkeypatch)
     (line,) = json_error_log.getvalue().splitlines()
     entry = json.loads(line)
     assert entry.keys() == {"time", "level", "logger", "process", "request_id", "message"}

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from importlib.metadata import version
+from pathlib import Path
 
 import falcon.testing
 import pytest
@@ -307,23 +308,32 @@ def scrape_server(server) -> dict[tuple, float]:
     }
 
 
+def sqlite_workers(tmp_path, workers: int, log_dir=None, **environ) -> tuple[GunicornServer, Path]:
+    """gunicorn with `workers` workers on a SQLite store, and the directory of its temporary files.
+
+    The directory is its own, so that a test can tell what the run left there; `environ` adds
+    settings, or changes these.
+    """
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    settings = {
+        "PLANTSTORE_TOKENS": TOKEN,
+        "PLANTSTORE_STORE": f"sqlite:///{tmp_path / 'plants.db'}",
+        "WEB_CONCURRENCY": str(workers),
+        "TMPDIR": str(temporary),
+        **environ,
+    }
+    return GunicornServer(server_environ(**settings), log_dir=log_dir), temporary
+
+
 def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(tmp_path):
     """Whichever worker answers, a scrape counts the requests of all, those since replaced too.
 
     Both first workers are killed, so every request counted was answered by a dead one.
     """
-    temporary, elsewhere = tmp_path / "tmp", tmp_path / "elsewhere"
-    temporary.mkdir()
+    elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    server = GunicornServer(
-        server_environ(
-            PLANTSTORE_TOKENS=TOKEN,
-            PLANTSTORE_STORE=f"sqlite:///{tmp_path / 'plants.db'}",
-            WEB_CONCURRENCY="2",
-            TMPDIR=str(temporary),
-            PROMETHEUS_MULTIPROC_DIR=str(elsewhere),
-        )
-    )
+    server, temporary = sqlite_workers(tmp_path, 2, PROMETHEUS_MULTIPROC_DIR=str(elsewhere))
     reads = 12
     try:
         for n in range(reads):

@@ -222,7 +222,11 @@ def test_a_body_at_the_limit_is_served(client, config):
 
 def chunked(body: bytes) -> dict:
     """The WSGI environ of a de-chunked body, as gunicorn hands it over: no Content-Length."""
-    return {"wsgi.input": io.BytesIO(body), "wsgi.input_terminated": True}
+    return {
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.input_terminated": True,
+        "HTTP_TRANSFER_ENCODING": "chunked",
+    }
 
 
 @pytest.mark.parametrize(("size", "status"), [(100, 200), (5000, 413)])

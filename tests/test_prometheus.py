@@ -12,8 +12,8 @@ import urllib.request
 
 import pytest
 
-from tests.gunicorn_server import GunicornServer, server_environ
-from tests.test_faults import wait_for
+from tests.test_faults import replacements, wait_for
+from tests.test_metrics import sqlite_workers
 
 pytestmark = pytest.mark.slow
 
@@ -105,12 +105,6 @@ def create(server, first: int, count: int) -> None:
         assert server.request("POST", "/plants", body, AUTH)[0] == 200
 
 
-def replaced(server, victim: int) -> bool:
-    """Whether the master has put a new worker in place of `victim`: three again, not it."""
-    workers = server.worker_pids()
-    return len(workers) == 3 and victim not in workers
-
-
 @pytest.fixture
 def prometheus_binary():
     if shutil.which("prometheus") is None:
@@ -118,24 +112,14 @@ def prometheus_binary():
 
 
 def test_prometheus_counts_every_request_across_workers_and_a_restart(tmp_path, prometheus_binary):
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    server = GunicornServer(
-        server_environ(
-            PLANTSTORE_TOKENS=TOKEN,
-            PLANTSTORE_STORE=f"sqlite:///{tmp_path / 'plants.db'}",
-            WEB_CONCURRENCY="3",
-            TMPDIR=str(temporary),
-        ),
-        log_dir=tmp_path,
-    )
+    server, temporary = sqlite_workers(tmp_path, 3, log_dir=tmp_path, PLANTSTORE_TOKENS=TOKEN)
     try:
         prometheus = Prometheus(tmp_path, server.port)
         try:
             create(server, 0, BEFORE)
             victim = server.worker_pids()[0]
             os.kill(victim, signal.SIGKILL)
-            wait_for(lambda: replaced(server, victim), "a new worker in place of the killed one")
+            wait_for(lambda: replacements(server, victim, 3), "a new worker in its place")
             create(server, BEFORE, AFTER)
             sent = time.time()
 

@@ -216,6 +216,11 @@ def test_following_next_yields_every_plant_once_while_others_come_and_go(client)
 def test_head_answers_what_get_would_without_the_body(client, path):
     create(client, 1)
     create(client, 3)
+    assert_head_answers_as_get(client, path)
+
+
+def assert_head_answers_as_get(client, path):
+    """HEAD `path` (and its query) answers GET's status and headers, but no body."""
     target, _, query = path.partition("?")
     got = client.simulate_get(target, query_string=query)
     head = client.simulate_head(target, query_string=query)

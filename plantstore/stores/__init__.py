@@ -60,9 +60,13 @@ class PlantStore(Protocol):
         ...
 
 
+#: The URL of the memory store, `PLANTSTORE_STORE`'s default.
+MEMORY_URL = "memory://"
+
+
 def store_kind(url: str) -> str | None:
     """Name the store a `PLANTSTORE_STORE` URL chooses (memory, sqlite, postgresql), or None."""
-    if url == "memory://":
+    if url == MEMORY_URL:
         return "memory"
     if url.startswith("sqlite:///") and url.removeprefix("sqlite:///") not in ("", "/", ":memory:"):
         return "sqlite"
