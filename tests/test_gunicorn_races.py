@@ -3,11 +3,10 @@
 import collections
 import json
 import random
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.concurrency import at_once
 from tests.gunicorn_server import GunicornServer, server_environ
 
 TOKEN = "race-token"
@@ -20,14 +19,13 @@ THREADS, REQUESTS = 16, 300
 Answer = collections.namedtuple("Answer", "plant_id method plant status body")
 
 
-def race(server: GunicornServer, thread: int, start: threading.Barrier) -> list[Answer]:
+def race(server: GunicornServer, thread: int) -> list[Answer]:
     """Create, delete and get plants of `IDS` at random; every create sends a plant of its own.
 
     Each request comes on a connection of its own, so that it may reach any of the workers.
     """
     rng = random.Random(thread)
     answers = []
-    start.wait()
     for n in range(REQUESTS):
         plant_id, dice = rng.choice(IDS), rng.random()
         if dice < 0.5:
@@ -65,10 +63,8 @@ def test_every_answer_is_explained_by_some_order_of_the_requests(store_url, tmp_
         log_dir=tmp_path,
     )
     try:
-        start = threading.Barrier(THREADS)
-        with ThreadPoolExecutor(THREADS) as pool:
-            runs = [pool.submit(race, server, thread, start) for thread in range(THREADS)]
-            answers = [answer for run in runs for answer in run.result()]
+        runs = at_once(THREADS, lambda thread: race(server, thread))
+        answers = [answer for run in runs for answer in run]
         final = {
             plant_id: server.request("GET", f"/plants/{plant_id}", None, AUTH) for plant_id in IDS
         }
