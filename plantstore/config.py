@@ -75,7 +75,8 @@ def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
     In the file, blank lines and lines starting with `#` are skipped, as in most files of
     settings. A refused token is not echoed; the file's line number says where it is.
     """
-    tokens = [token.strip() for token in environ.get("PLANTSTORE_TOKENS", "").split(",")]
+    listed = environ.get("PLANTSTORE_TOKENS", "")
+    tokens = [token.strip() for token in listed.split(",")]
     tokens = [token for token in tokens if token]
     if not all(map(_is_token, tokens)):
         raise ConfigError(
@@ -85,7 +86,7 @@ def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
     path = environ.get("PLANTSTORE_TOKENS_FILE", "")
     if path:
         tokens += _read_tokens_file(path)
-    elif not environ.get("PLANTSTORE_TOKENS", "").strip():
+    elif not listed.strip():
         return frozenset()
     if not tokens:
         raise ConfigError("PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token")

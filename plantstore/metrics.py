@@ -59,8 +59,7 @@ class Metrics:
 
     def __init__(self, store: PlantStore, store_kind: str) -> None:
         self._store = store
-        self._registry = CollectorRegistry()
-        registry = self._registry
+        self._registry = registry = CollectorRegistry()
         self.requests = Counter(
             "plantstore_http_requests",
             "Requests answered by the app, by route template, method and status.",
