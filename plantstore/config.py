@@ -5,11 +5,14 @@ master and every worker read the same settings the same way. A bad value is a `C
 that names the variable and what it accepts, and never echoes a token.
 """
 
+import base64
+import binascii
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from plantstore.proxy import TrustedProxies
 from plantstore.stores import MEMORY_URL, store_kind
@@ -20,6 +23,12 @@ DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
 DEFAULT_STORE = MEMORY_URL
 #: Seconds a request's body has to arrive, from the end of its head, unless configured.
 DEFAULT_BODY_TIMEOUT = 10
+#: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.
+DEFAULT_WEBHOOK_TIMEOUT = 5
+#: Seconds after an event's creation after which a failing delivery is given up: a day.
+DEFAULT_WEBHOOK_GIVE_UP_AFTER = 86400
+#: How the Standard Webhooks specification writes a secret: this prefix, then base64.
+WEBHOOK_SECRET_PREFIX = "whsec_"
 LOG_FORMATS = ("text", "json")
 STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 #: An origin as a browser writes it in `Origin`: lower case, no path, no default port.
@@ -178,6 +187,52 @@ def _read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:
     return origins
 
 
+def _read_webhook_urls(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The subscribers' URLs, each http or https with a host.
+
+    A refused URL is named by its place in the list, not echoed: it may hold credentials.
+    """
+    raw = environ.get("PLANTSTORE_WEBHOOK_URLS", "")
+    urls = tuple(entry.strip() for entry in raw.split(",") if entry.strip())
+    for number, url in enumerate(urls, start=1):
+        try:
+            parts = urlsplit(url)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:
+            valid = False
+        if not valid:
+            raise ConfigError(
+                "PLANTSTORE_WEBHOOK_URLS must list http:// or https:// URLs with a host, "
+                f"separated by commas: URL {number} is not one"
+            )
+    return urls
+
+
+def _read_webhook_secret(environ: Mapping[str, str], urls: tuple[str, ...]) -> str | None:
+    """The secret events are signed with: `whsec_` and base64, as Standard Webhooks writes it.
+
+    Required when URLs are set, and checked whenever given; never echoed.
+    """
+    secret = environ.get("PLANTSTORE_WEBHOOK_SECRET", "").strip()
+    if not secret:
+        if urls:
+            raise ConfigError(
+                "PLANTSTORE_WEBHOOK_SECRET must be set when PLANTSTORE_WEBHOOK_URLS is: "
+                "whsec_ followed by a base64 key"
+            )
+        return None
+    try:
+        key = base64.b64decode(secret.removeprefix(WEBHOOK_SECRET_PREFIX), validate=True)
+    except binascii.Error:
+        key = b""
+    if not secret.startswith(WEBHOOK_SECRET_PREFIX) or not key:
+        raise ConfigError(
+            "PLANTSTORE_WEBHOOK_SECRET must be whsec_ followed by a non-empty base64 key "
+            "(the Standard Webhooks form)"
+        )
+    return secret
+
+
 def _read_flag(environ: Mapping[str, str], name: str) -> bool:
     """A yes/no setting: `1` or `0`, off when unset, so a typo cannot turn it on."""
     raw = environ.get(name, "").strip()
@@ -196,9 +251,15 @@ class Config:
     store_url: str = DEFAULT_STORE
     cors_origins: tuple[str, ...] = ()
     metrics_public: bool = False
+    #: Where events are sent; none, the default, sends none and runs no delivery thread.
+    webhook_urls: tuple[str, ...] = ()
+    webhook_secret: str | None = None
+    webhook_timeout: int = DEFAULT_WEBHOOK_TIMEOUT
+    webhook_give_up_after: int = DEFAULT_WEBHOOK_GIVE_UP_AFTER
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
+        webhook_urls = _read_webhook_urls(environ)
         return cls(
             tokens=_read_tokens(environ),
             max_body_bytes=env_int(
@@ -208,6 +269,14 @@ class Config:
             store_url=_read_store(environ),
             cors_origins=_read_cors_origins(environ),
             metrics_public=_read_flag(environ, "PLANTSTORE_METRICS_PUBLIC"),
+            webhook_urls=webhook_urls,
+            webhook_secret=_read_webhook_secret(environ, webhook_urls),
+            webhook_timeout=env_int(
+                environ, "PLANTSTORE_WEBHOOK_TIMEOUT", DEFAULT_WEBHOOK_TIMEOUT, minimum=1
+            ),
+            webhook_give_up_after=env_int(
+                environ, "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER", DEFAULT_WEBHOOK_GIVE_UP_AFTER
+            ),
         )
 
     @property

@@ -150,3 +150,87 @@ def test_postgresql_without_psycopg_is_refused_naming_installs_that_work_from_a_
         "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's root, "
         "pip install -e '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
     )
+
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
+def test_webhooks_are_off_unless_urls_are_set():
+    config = Config.from_env({"PLANTSTORE_TOKENS": "a"})
+    assert (config.webhook_urls, config.webhook_secret) == ((), None)
+    assert (config.webhook_timeout, config.webhook_give_up_after) == (5, 86400)
+
+
+def test_webhook_settings_are_read():
+    config = Config.from_env(
+        {
+            "PLANTSTORE_TOKENS": "a",
+            "PLANTSTORE_WEBHOOK_URLS": " https://shop.example/hooks, http://[::1]:9000/h?k=v ,",
+            "PLANTSTORE_WEBHOOK_SECRET": SECRET,
+            "PLANTSTORE_WEBHOOK_TIMEOUT": "2",
+            "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER": "60",
+        }
+    )
+    assert config.webhook_urls == ("https://shop.example/hooks", "http://[::1]:9000/h?k=v")
+    assert config.webhook_secret == SECRET
+    assert (config.webhook_timeout, config.webhook_give_up_after) == (2, 60)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://user:hunter2@shop.example/",
+        "shop.example/hooks",
+        "https:///hooks",
+        "http://user:hunter2@shop.example:99999/",
+        "http://shop.example:0/",
+        "http://[::1/",
+    ],
+)
+def test_a_webhook_url_that_is_not_http_is_refused_by_its_place_not_echoed(url):
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env(
+            {
+                "PLANTSTORE_TOKENS": "a",
+                "PLANTSTORE_WEBHOOK_URLS": f"https://ok.example,{url}",
+                "PLANTSTORE_WEBHOOK_SECRET": SECRET,
+            }
+        )
+    assert str(caught.value) == (
+        "PLANTSTORE_WEBHOOK_URLS must list http:// or https:// URLs with a host, separated by "
+        "commas: URL 2 is not one"
+    )
+
+
+def test_webhook_urls_need_a_secret():
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_WEBHOOK_URLS": "http://a.example"})
+    assert str(caught.value) == (
+        "PLANTSTORE_WEBHOOK_SECRET must be set when PLANTSTORE_WEBHOOK_URLS is: whsec_ followed "
+        "by a base64 key"
+    )
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "whsec_",
+        "whsec_not base64!",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS",
+        "Whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    ],
+)
+def test_a_malformed_webhook_secret_is_refused_and_not_echoed(secret):
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env(
+            {
+                "PLANTSTORE_TOKENS": "a",
+                "PLANTSTORE_WEBHOOK_URLS": "http://a.example",
+                "PLANTSTORE_WEBHOOK_SECRET": secret,
+            }
+        )
+    assert str(caught.value) == (
+        "PLANTSTORE_WEBHOOK_SECRET must be whsec_ followed by a non-empty base64 key "
+        "(the Standard Webhooks form)"
+    )

@@ -192,6 +192,24 @@ BAD_SETTINGS = {
     "GUNICORN_KEEPALIVE": ("-5", f"GUNICORN_KEEPALIVE {WHOLE} of at least 0, not '-5'"),
     "GUNICORN_BODY_TIMEOUT": ("0", f"GUNICORN_BODY_TIMEOUT {WHOLE} of at least 1, not '0'"),
     "PLANTSTORE_LOG_FORMAT": ("xml", "PLANTSTORE_LOG_FORMAT must be text or json, not 'xml'"),
+    "PLANTSTORE_WEBHOOK_URLS": (
+        "ftp://user:hunter2@shop.example/",
+        "PLANTSTORE_WEBHOOK_URLS must list http:// or https:// URLs with a host, separated by "
+        "commas: URL 1 is not one",
+    ),
+    "PLANTSTORE_WEBHOOK_SECRET": (
+        "whsec_hunter2!",
+        "PLANTSTORE_WEBHOOK_SECRET must be whsec_ followed by a non-empty base64 key "
+        "(the Standard Webhooks form)",
+    ),
+    "PLANTSTORE_WEBHOOK_TIMEOUT": (
+        "0",
+        f"PLANTSTORE_WEBHOOK_TIMEOUT {WHOLE} of at least 1, not '0'",
+    ),
+    "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER": (
+        "a day",
+        f"PLANTSTORE_WEBHOOK_GIVE_UP_AFTER {WHOLE} of at least 0, not 'a day'",
+    ),
 }
 
 #: Read and checked by gunicorn itself before gunicorn.conf.py runs: its own words.
