@@ -5,6 +5,7 @@ workers start together, and a database that a newer plantstore changed is left a
 import multiprocessing
 import sqlite3
 import time
+from functools import partial
 
 import orjson
 import psycopg
@@ -73,8 +74,13 @@ def sqlite_runs(path):
 def test_an_empty_sqlite_database_is_brought_to_the_current_version(tmp_path):
     SqliteStore(str(tmp_path / "plants.db")).close()
     assert sqlite_schema(tmp_path / "plants.db") == (
-        2,
-        [("table", "plants"), ("index", "plants_by_tag")],
+        3,
+        [
+            ("table", "outbox"),
+            ("index", "outbox_due"),
+            ("table", "plants"),
+            ("index", "plants_by_tag"),
+        ],
     )
 
 
@@ -88,7 +94,7 @@ def test_a_sqlite_database_that_1_0_0_made_is_brought_up_to_date(tmp_path):
         )
     store = SqliteStore(str(path))
     try:
-        assert sqlite_schema(path)[0] == 2
+        assert sqlite_schema(path)[0] == 3
         assert_the_old_plants_are_served(store)
     finally:
         store.close()
@@ -130,21 +136,21 @@ def test_sqlite_stores_opened_at_once_by_processes_migrate_once(tmp_path):
     for worker in workers:
         worker.join(timeout=60)
     assert [worker.exitcode for worker in workers] == [0] * 8
-    assert sqlite_schema(path)[0] == 3
+    assert sqlite_schema(path)[0] == 4
     assert sqlite_runs(path) == 1
 
 
 def test_a_sqlite_database_of_a_newer_plantstore_is_left_alone(tmp_path):
     path = tmp_path / "plants.db"
     with sqlite3.connect(path) as connection:
-        connection.execute("PRAGMA user_version = 3")
+        connection.execute("PRAGMA user_version = 4")
     with pytest.raises(SchemaTooNew) as raised:
         SqliteStore(str(path))
     assert str(raised.value) == (
-        f"SQLite {path} has schema version 3, but this plantstore knows versions up to 2: "
+        f"SQLite {path} has schema version 4, but this plantstore knows versions up to 3: "
         "run a newer plantstore on it"
     )
-    assert sqlite_schema(path) == (3, [])
+    assert sqlite_schema(path) == (4, [])
 
 
 def test_a_locked_sqlite_database_is_unavailable_while_it_needs_migrating(tmp_path):
@@ -157,7 +163,7 @@ def test_a_locked_sqlite_database_is_unavailable_while_it_needs_migrating(tmp_pa
         SqliteStore(str(path), busy_timeout=0.05)
     other_process.execute("ROLLBACK")
     SqliteStore(str(path)).close()
-    assert sqlite_schema(path)[0] == 2
+    assert sqlite_schema(path)[0] == 3
 
 
 def postgres_schema(url):
@@ -182,7 +188,7 @@ def postgres_runs(url):
 def test_an_empty_postgresql_database_is_brought_to_the_current_version(postgres_url):
     PostgresStore(postgres_url).close()
     assert postgres_schema(postgres_url) == (
-        [(2,)],
+        [(3,)],
         [("id", "bigint"), ("plant", "json"), ("tag", "bytea")],
         [
             "CREATE INDEX plants_by_tag ON public.plants USING btree (tag, id)",
@@ -200,7 +206,7 @@ def test_a_postgresql_database_that_1_0_0_made_is_brought_up_to_date(postgres_ur
         )
     store = PostgresStore(postgres_url)
     try:
-        assert postgres_schema(postgres_url)[0] == [(2,)]
+        assert postgres_schema(postgres_url)[0] == [(3,)]
         assert_the_old_plants_are_served(store)
     finally:
         store.close()
@@ -224,13 +230,13 @@ def test_postgresql_stores_opened_at_once_migrate_once(postgres_url, one_step_mo
 def test_a_postgresql_database_of_a_newer_plantstore_is_left_alone(postgres_url):
     with psycopg.connect(postgres_url) as connection:
         connection.execute("CREATE TABLE plantstore_schema (version integer NOT NULL)")
-        connection.execute("INSERT INTO plantstore_schema (version) VALUES (3)")
+        connection.execute("INSERT INTO plantstore_schema (version) VALUES (4)")
     with pytest.raises(SchemaTooNew) as raised:
         PostgresStore(postgres_url)
     database = postgres_url.rsplit("/", 1)[1]
     assert str(raised.value) == (
-        f"PostgreSQL database {database} has schema version 3, but this plantstore knows "
-        "versions up to 2: run a newer plantstore on it"
+        f"PostgreSQL database {database} has schema version 4, but this plantstore knows "
+        "versions up to 3: run a newer plantstore on it"
     )
     with psycopg.connect(postgres_url) as connection:
         assert connection.execute("SELECT to_regclass('plants')").fetchone() == (None,)
@@ -248,7 +254,35 @@ def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgre
                 break
             except StoreUnavailable:
                 assert time.monotonic() < deadline
-        assert postgres_schema(postgres_cluster.url())[0] == [(2,)]
+        assert postgres_schema(postgres_cluster.url())[0] == [(3,)]
         assert store.page(None, 10, "red") == [(1, b'{"name":"fern","tag":"red"}')]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_1_1_0_database_gets_its_outbox_and_keeps_its_plants(
+    kind, tmp_path, request, monkeypatch
+):
+    """1.1.0's schema (the first two steps) takes only the outbox's step."""
+    module, opener = {
+        "sqlite": (sqlite, lambda *args: SqliteStore(str(tmp_path / "plants.db"), *args)),
+        "postgres": (postgres, partial(PostgresStore, request.getfixturevalue("postgres_url"))),
+    }[kind]
+    steps = module._STEPS
+    with monkeypatch.context() as old:
+        old.setattr(module, "_STEPS", steps[:2])
+        store = opener()
+        store.add(1, OLD_PLANTS[1])
+        store.close()
+    store = opener(["http://subscriber.example/hooks"])
+    try:
+        assert store.get(1) == OLD_PLANTS[1]
+        assert store.claim(time.time(), time.time() + 60, 10) == []
+        store.add(5, b'{"name":"ivy"}')
+        (delivery,) = store.claim(time.time(), time.time() + 60, 10)
+        assert orjson.loads(delivery.body)["data"] == {"id": 5, "name": "ivy"}
+    finally:
+        store.close()
+    if kind == "sqlite":
+        assert sqlite_schema(tmp_path / "plants.db")[0] == len(steps) == 3

@@ -4,6 +4,8 @@ A plant is kept as its JSON document (UTF-8 bytes): the very body the service an
 That form is compact, compares byte for byte for the duplicate rule, and is served as it is.
 """
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -60,6 +62,48 @@ class PlantStore(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """One event on its way to one subscriber's URL, as a claim hands it out."""
+
+    id: int
+    webhook_id: str
+    url: str
+    body: bytes
+    created_at: float
+    attempts: int
+
+
+class Outbox(Protocol):
+    """The events a store wrote with its changes (one delivery per event and URL), until sent.
+
+    A store opened with webhook URLs writes a `plant.created` event in the transaction of an
+    `add` that kept its plant, and a `plant.deleted` one in that of a `delete` that found one:
+    both commit, or neither. Times are seconds since the epoch, as `time.time()` gives.
+    """
+
+    def claim(self, now: float, lease_until: float, limit: int) -> list[Delivery]:
+        """Take up to `limit` deliveries due at `now`, in id order, for this caller alone.
+
+        They are not due again before `lease_until`: a caller that dies with them leaves them
+        to whoever claims after that. Of concurrent callers, in this process or others on the
+        same database, no two are handed the same delivery.
+        """
+        ...
+
+    def retry(self, delivery: Delivery, at: float) -> None:
+        """Count a failed attempt of `delivery`, and make it due again at `at`."""
+        ...
+
+    def forget(self, delivery: Delivery) -> None:
+        """Drop `delivery`: delivered, or given up."""
+        ...
+
+    def oldest(self) -> float | None:
+        """When the oldest delivery still pending was made; None when none is."""
+        ...
+
+
 #: The URL of the memory store, `PLANTSTORE_STORE`'s default.
 MEMORY_URL = "memory://"
 
@@ -75,8 +119,13 @@ def store_kind(url: str) -> str | None:
     return None
 
 
-def open_store(url: str) -> PlantStore:
+def open_store(
+    url: str, webhook_urls: Sequence[str] = (), on_event: Callable[[], None] | None = None
+) -> PlantStore:
     """Open the store a `PLANTSTORE_STORE` URL names (checked by `plantstore.config`).
+
+    With `webhook_urls`, it is an `Outbox` too, which writes an event for each of them with
+    every change, and calls `on_event` once the change and its events are committed.
 
     The SQLite and PostgreSQL modules are imported only when chosen, so the base install
     needs neither psycopg nor anything else beyond the standard library.
@@ -85,14 +134,14 @@ def open_store(url: str) -> PlantStore:
     if kind == "memory":
         from plantstore.stores.memory import MemoryStore
 
-        return MemoryStore()
+        return MemoryStore(webhook_urls, on_event)
     if kind == "sqlite":
         from plantstore.stores.sqlite import SqliteStore
 
-        return SqliteStore(url.removeprefix("sqlite:///"))
+        return SqliteStore(url.removeprefix("sqlite:///"), webhook_urls, on_event)
     if kind == "postgresql":
         from plantstore.stores.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, webhook_urls, on_event)
     # Not the URL itself: a mistyped PostgreSQL URL may hold a password.
     raise ValueError("PLANTSTORE_STORE names no store")

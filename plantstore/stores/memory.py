@@ -1,10 +1,16 @@
-"""A store in memory: fast, and gone with the process."""
+"""A store in memory: fast, and gone with the process, its undelivered events with it."""
 
+import itertools
 import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from itertools import islice
 
 import orjson
 from sortedcontainers import SortedDict, SortedList
+
+from plantstore.events import Event, plant_created, plant_deleted
+from plantstore.stores import Delivery
 
 
 class MemoryStore:
@@ -14,12 +20,22 @@ class MemoryStore:
     order, so a page is found in O(log n + limit) however many plants there are. Ids and plants
     are ints and bytes, which the garbage collector does not track, so millions of plants add
     little to collection pauses.
+
+    With webhook URLs it keeps its outbox in the same way: `_deliveries` by id, and
+    `_due` ordered by the time each is due, so a claim costs O(log n) however many wait.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, webhook_urls: Sequence[str] = (), on_event: Callable[[], None] | None = None
+    ) -> None:
         self._plants: SortedDict[int, bytes] = SortedDict()
         self._ids_by_tag: dict[str, SortedList[int]] = {}
         self._lock = threading.Lock()
+        self._webhook_urls = tuple(webhook_urls)
+        self._on_event = on_event
+        self._deliveries: dict[int, tuple[float, Delivery]] = {}
+        self._due: SortedList[tuple[float, int]] = SortedList()
+        self._next_id = itertools.count(1)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
         # Keep a right-sized copy: bytes made by orjson hold on to its whole 4 KiB buffer.
@@ -27,8 +43,13 @@ class MemoryStore:
         tag = _tag(compact)
         with self._lock:
             kept = self._plants.setdefault(plant_id, compact)
-            if kept is compact and tag is not None:
-                self._ids_by_tag.setdefault(tag, SortedList()).add(plant_id)
+            if kept is compact:
+                if tag is not None:
+                    self._ids_by_tag.setdefault(tag, SortedList()).add(plant_id)
+                if self._webhook_urls:
+                    self._record(plant_created(plant_id, compact))
+        if kept is compact and self._webhook_urls:
+            self._notify()
         return kept
 
     def get(self, plant_id: int) -> bytes | None:
@@ -45,6 +66,10 @@ class MemoryStore:
                 ids.remove(plant_id)
                 if not ids:
                     del self._ids_by_tag[tag]
+            if self._webhook_urls:
+                self._record(plant_deleted(plant_id))
+        if self._webhook_urls:
+            self._notify()
         return True
 
     def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
@@ -59,6 +84,50 @@ class MemoryStore:
 
     def close(self) -> None:
         """Nothing to let go of: the plants go with the process."""
+
+    def claim(self, now: float, lease_until: float, limit: int) -> list[Delivery]:
+        with self._lock:
+            due = list(islice(self._due.irange(maximum=(now, float("inf"))), limit))
+            for key in due:
+                self._reschedule(key[1], lease_until)
+            return sorted((self._deliveries[n][1] for _, n in due), key=lambda d: d.id)
+
+    def retry(self, delivery: Delivery, at: float) -> None:
+        with self._lock:
+            if delivery.id in self._deliveries:
+                self._reschedule(delivery.id, at, attempts=1)
+
+    def forget(self, delivery: Delivery) -> None:
+        with self._lock:
+            found = self._deliveries.pop(delivery.id, None)
+            if found is not None:
+                self._due.remove((found[0], delivery.id))
+
+    def oldest(self) -> float | None:
+        with self._lock:
+            if not self._deliveries:
+                return None
+            return self._deliveries[next(iter(self._deliveries))][1].created_at
+
+    def _record(self, event: Event) -> None:
+        """Keep a delivery of `event` for each URL, due now; called holding the lock."""
+        for url in self._webhook_urls:
+            n = next(self._next_id)
+            delivery = Delivery(n, event.webhook_id, url, event.body, event.created_at, 0)
+            self._deliveries[n] = (event.created_at, delivery)
+            self._due.add((event.created_at, n))
+
+    def _reschedule(self, n: int, at: float, attempts: int = 0) -> None:
+        due, delivery = self._deliveries[n]
+        self._due.remove((due, n))
+        if attempts:
+            delivery = replace(delivery, attempts=delivery.attempts + attempts)
+        self._deliveries[n] = (at, delivery)
+        self._due.add((at, n))
+
+    def _notify(self) -> None:
+        if self._on_event is not None:
+            self._on_event()
 
 
 def _tag(plant: bytes) -> str | None:

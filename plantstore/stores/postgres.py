@@ -1,16 +1,25 @@
 """A store in PostgreSQL: durable, and shared by every process on every machine."""
 
 import time
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext, suppress
 from functools import partial
 from typing import TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from plantstore.stores import StoreUnavailable
-from plantstore.stores.sql import page_query, steps_to_take, tag_key
+from plantstore.events import Event, plant_created, plant_deleted
+from plantstore.stores import Delivery, StoreUnavailable
+from plantstore.stores.sql import (
+    DELIVERY_COLUMNS,
+    deliveries,
+    outbox_rows,
+    outbox_statements,
+    page_query,
+    steps_to_take,
+    tag_key,
+)
 
 #: Connections a worker may hold: one per thread of the default `GUNICORN_THREADS`.
 POOL_SIZE = 8
@@ -70,8 +79,26 @@ def _index_tags(connection: psycopg.Connection) -> None:
     connection.execute("CREATE INDEX IF NOT EXISTS plants_by_tag ON plants (tag, id)")
 
 
+def _create_outbox(connection: psycopg.Connection) -> None:
+    """Keep each event for each subscriber's URL until it is delivered or given up."""
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS outbox (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+        "webhook_id text NOT NULL, url text NOT NULL, body bytea NOT NULL, "
+        "created_at double precision NOT NULL, next_attempt_at double precision NOT NULL, "
+        "attempts integer NOT NULL DEFAULT 0)"
+    )
+    connection.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at, id)")
+
+
 #: The schema, step by step; the one row of `plantstore_schema` counts the steps taken.
-_STEPS = (_create_plants, _index_tags)
+_STEPS = (_create_plants, _index_tags, _create_outbox)
+_OUTBOX = outbox_statements("%s")
+#: Leases what is due, skipping rows another claim has locked and not yet committed.
+_CLAIM = (
+    "UPDATE outbox SET next_attempt_at = %s WHERE id IN (SELECT id FROM outbox "
+    "WHERE next_attempt_at <= %s ORDER BY next_attempt_at, id LIMIT %s FOR UPDATE SKIP LOCKED) "
+    f"RETURNING {DELIVERY_COLUMNS}"
+)
 
 
 def _version(connection: psycopg.Connection) -> int:
@@ -134,14 +161,27 @@ class PostgresStore:
     holds across processes and machines. Each statement commits on its own (autocommit), and
     with the server's default `synchronous_commit = on` a plant answered with 200 is on disk.
 
+    With webhook URLs, a change and its events commit in one transaction. A repeat of `add`
+    after a dropped connection whose commit went through finds the plant kept, and writes
+    no second event.
+
     Args:
         url: a libpq URL; what it leaves out comes from the usual `PG*` variables.
+        webhook_urls: where events go; with none, nothing is written to the outbox.
+        on_event: called once a change and its events are committed.
 
     Raises:
         SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        webhook_urls: Sequence[str] = (),
+        on_event: Callable[[], None] | None = None,
+    ) -> None:
+        self._webhook_urls = tuple(webhook_urls)
+        self._on_event = on_event
         # Migrate now when the server is up, so that a schema too new stops the worker; when it
         # is down, the pool migrates as it connects.
         self._out_of_reach = True
@@ -160,13 +200,23 @@ class PostgresStore:
         )
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        return self._on_a_connection(partial(_add, plant_id=plant_id, plant=plant))
+        inserted, kept = self._on_a_connection(
+            partial(_add, plant_id=plant_id, plant=plant, urls=self._webhook_urls)
+        )
+        if inserted:
+            self._notify()
+        return kept
 
     def get(self, plant_id: int) -> bytes | None:
         return self._on_a_connection(partial(_get, plant_id=plant_id))
 
     def delete(self, plant_id: int) -> bool:
-        return self._on_a_connection(partial(_delete, plant_id=plant_id))
+        deleted = self._on_a_connection(
+            partial(_delete, plant_id=plant_id, urls=self._webhook_urls)
+        )
+        if deleted:
+            self._notify()
+        return deleted
 
     def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
         return self._on_a_connection(
@@ -181,8 +231,35 @@ class PostgresStore:
         """
         self._on_a_connection(_write_nothing, wait=READY_WAIT_SECONDS)
 
+    def claim(self, now: float, lease_until: float, limit: int) -> list[Delivery]:
+        return self._on_a_connection(
+            lambda connection: deliveries(
+                connection.execute(_CLAIM, (lease_until, now, limit)).fetchall()
+            )
+        )
+
+    def retry(self, delivery: Delivery, at: float) -> None:
+        self._on_a_connection(
+            lambda connection: connection.execute(_OUTBOX["retry"], (at, delivery.id))
+        )
+
+    def forget(self, delivery: Delivery) -> None:
+        self._on_a_connection(
+            lambda connection: connection.execute(_OUTBOX["forget"], (delivery.id,))
+        )
+
+    def oldest(self) -> float | None:
+        row = self._on_a_connection(
+            lambda connection: connection.execute(_OUTBOX["oldest"]).fetchone()
+        )
+        return None if row is None else row[0]
+
     def close(self) -> None:
         self._pool.close()
+
+    def _notify(self) -> None:
+        if self._webhook_urls and self._on_event is not None:
+            self._on_event()
 
     def _on_a_connection(
         self,
@@ -220,21 +297,27 @@ class PostgresStore:
                 return done
 
 
-def _add(connection: psycopg.Connection, plant_id: int, plant: bytes) -> bytes:
+def _add(
+    connection: psycopg.Connection, plant_id: int, plant: bytes, urls: tuple[str, ...]
+) -> tuple[bool, bytes]:
+    """Keep the plant unless the id is taken; tell whether it was kept, and what the id holds."""
     row = (plant_id, plant.decode(), tag_key(plant))
     # A delete may free the id between the two statements: then take it again. Each is a
     # statement of its own, so the SELECT sees what committed after the INSERT looked.
     while True:
-        inserted = connection.execute(
-            "INSERT INTO plants (id, plant, tag) VALUES (%s, %s::json, %s) "
-            "ON CONFLICT (id) DO NOTHING",
-            row,
-        ).rowcount
+        with _change(connection, urls):
+            inserted = connection.execute(
+                "INSERT INTO plants (id, plant, tag) VALUES (%s, %s::json, %s) "
+                "ON CONFLICT (id) DO NOTHING",
+                row,
+            ).rowcount
+            if inserted and urls:
+                _record(connection, plant_created(plant_id, plant), urls)
         if inserted:
-            return plant
+            return True, plant
         kept = _get(connection, plant_id)
         if kept is not None:
-            return kept
+            return False, kept
 
 
 def _get(connection: psycopg.Connection, plant_id: int) -> bytes | None:
@@ -244,8 +327,22 @@ def _get(connection: psycopg.Connection, plant_id: int) -> bytes | None:
     return None if kept is None else kept[0].encode()
 
 
-def _delete(connection: psycopg.Connection, plant_id: int) -> bool:
-    return connection.execute("DELETE FROM plants WHERE id = %s", (plant_id,)).rowcount > 0
+def _delete(connection: psycopg.Connection, plant_id: int, urls: tuple[str, ...]) -> bool:
+    with _change(connection, urls):
+        deleted = connection.execute("DELETE FROM plants WHERE id = %s", (plant_id,)).rowcount > 0
+        if deleted and urls:
+            _record(connection, plant_deleted(plant_id), urls)
+    return deleted
+
+
+def _change(connection: psycopg.Connection, urls: tuple[str, ...]):
+    """One transaction for a change and its events when there are URLs; else autocommit."""
+    return connection.transaction() if urls else nullcontext()
+
+
+def _record(connection: psycopg.Connection, event: Event, urls: tuple[str, ...]) -> None:
+    with connection.cursor() as cursor:
+        cursor.executemany(_OUTBOX["record"], outbox_rows(event, urls))
 
 
 def _page(connection: psycopg.Connection, query: tuple[str, tuple]) -> list[tuple[int, bytes]]:

@@ -1,11 +1,14 @@
-"""What the SQLite and PostgreSQL stores share: the tag they index, schema steps, a page query."""
+"""What the SQLite and PostgreSQL stores share: the tag they index, schema steps, a page query,
+and the statements of the outbox.
+"""
 
 from collections.abc import Sequence
 from typing import TypeVar
 
 import orjson
 
-from plantstore.stores import SchemaTooNew
+from plantstore.events import Event
+from plantstore.stores import Delivery, SchemaTooNew
 
 _Step = TypeVar("_Step")
 
@@ -52,3 +55,33 @@ def page_query(
         values.append(after)
     where = f"WHERE {' AND '.join(conditions)} " if conditions else ""
     return f"SELECT id, {plant} FROM plants {where}ORDER BY id LIMIT {marker}", (*values, limit)
+
+
+#: The outbox's columns, as a `Delivery` holds them.
+DELIVERY_COLUMNS = "id, webhook_id, url, body, created_at, attempts"
+
+
+def outbox_statements(marker: str) -> dict[str, str]:
+    """The outbox's statements, binding with `marker`.
+
+    `next_attempt_at` is when a delivery may next be claimed: when a retry is due, or when the
+    lease of a claim runs out. One column serves both, so one index finds what is due.
+    """
+    return {
+        "record": "INSERT INTO outbox (webhook_id, url, body, created_at, next_attempt_at) "
+        f"VALUES ({marker}, {marker}, {marker}, {marker}, {marker})",
+        "retry": f"UPDATE outbox SET next_attempt_at = {marker}, attempts = attempts + 1 "
+        f"WHERE id = {marker}",
+        "forget": f"DELETE FROM outbox WHERE id = {marker}",
+        "oldest": "SELECT created_at FROM outbox ORDER BY id LIMIT 1",
+    }
+
+
+def outbox_rows(event: Event, urls: Sequence[str]) -> list[tuple]:
+    """The rows of the `record` statement: a delivery of `event` to each URL, due now."""
+    return [(event.webhook_id, url, event.body, event.created_at, event.created_at) for url in urls]
+
+
+def deliveries(rows: Sequence[tuple]) -> list[Delivery]:
+    """Claimed rows of `DELIVERY_COLUMNS` as deliveries, in id order (RETURNING has none)."""
+    return sorted((Delivery(*row) for row in rows), key=lambda delivery: delivery.id)

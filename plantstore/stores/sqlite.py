@@ -5,12 +5,21 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from urllib.parse import quote
 
-from plantstore.stores import StoreUnavailable
-from plantstore.stores.sql import page_query, steps_to_take, tag_key
+from plantstore.events import Event, plant_created, plant_deleted
+from plantstore.stores import Delivery, StoreUnavailable
+from plantstore.stores.sql import (
+    DELIVERY_COLUMNS,
+    deliveries,
+    outbox_rows,
+    outbox_statements,
+    page_query,
+    steps_to_take,
+    tag_key,
+)
 
 #: Seconds between attempts to switch a new database to its write-ahead log.
 _SWITCH_RETRY_SECONDS = 0.005
@@ -66,8 +75,23 @@ def _index_tags(connection: sqlite3.Connection) -> None:
     connection.execute("CREATE INDEX IF NOT EXISTS plants_by_tag ON plants (tag, id)")
 
 
+def _create_outbox(connection: sqlite3.Connection) -> None:
+    """Keep each event for each subscriber's URL until it is delivered or given up."""
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY, webhook_id TEXT NOT NULL, "
+        "url TEXT NOT NULL, body BLOB NOT NULL, created_at REAL NOT NULL, "
+        "next_attempt_at REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0)"
+    )
+    connection.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at, id)")
+
+
 #: The schema, step by step; `PRAGMA user_version` counts the steps a database has taken.
-_STEPS = (_create_plants, _index_tags)
+_STEPS = (_create_plants, _index_tags, _create_outbox)
+_OUTBOX = outbox_statements("?")
+
+
+def _make_nothing(make: Callable[..., Event], *args: object) -> None:
+    """Record no event: the store has no webhook URLs."""
 
 
 class SqliteStore:
@@ -83,8 +107,13 @@ class SqliteStore:
     reopening the path would quietly serve whatever is there now, most likely an empty database,
     and only its operator knows whether that is right.
 
+    With webhook URLs, a change and its events are one transaction, taken with the write
+    lock (`BEGIN IMMEDIATE`) so that it never fails half-way for a lock another process holds.
+
     Args:
         path: the database file; made, with its table, on first start.
+        webhook_urls: where events go; with none, nothing is written to the outbox.
+        on_event: called once a change and its events are committed.
         busy_timeout: seconds a write waits for another process's write before giving up.
 
     Raises:
@@ -92,8 +121,16 @@ class SqliteStore:
         StoreUnavailable: the database cannot be opened, or stays locked.
     """
 
-    def __init__(self, path: str, busy_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        path: str,
+        webhook_urls: Sequence[str] = (),
+        on_event: Callable[[], None] | None = None,
+        busy_timeout: float = 5.0,
+    ) -> None:
         self._path = path
+        self._webhook_urls = tuple(webhook_urls)
+        self._on_event = on_event
         self._busy_timeout = busy_timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -115,11 +152,14 @@ class SqliteStore:
             connection = self._connection()
             # A delete may free the id between the two statements: then take it again.
             while True:
-                inserted = connection.execute(
-                    "INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?) "
-                    "ON CONFLICT (id) DO NOTHING",
-                    row,
-                ).rowcount
+                with self._change(connection) as record:
+                    inserted = connection.execute(
+                        "INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?) "
+                        "ON CONFLICT (id) DO NOTHING",
+                        row,
+                    ).rowcount
+                    if inserted:
+                        record(plant_created, plant_id, plant)
                 if inserted:
                     return plant
                 kept = connection.execute(
@@ -139,7 +179,13 @@ class SqliteStore:
     def delete(self, plant_id: int) -> bool:
         with self._served():
             connection = self._connection()
-            return connection.execute("DELETE FROM plants WHERE id = ?", (plant_id,)).rowcount > 0
+            with self._change(connection) as record:
+                deleted = (
+                    connection.execute("DELETE FROM plants WHERE id = ?", (plant_id,)).rowcount > 0
+                )
+                if deleted:
+                    record(plant_deleted, plant_id)
+            return deleted
 
     def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
         query, values = page_query(after, limit, tag, plant="plant", marker="?")
@@ -168,6 +214,30 @@ class SqliteStore:
             finally:
                 connection.close()
 
+    def claim(self, now: float, lease_until: float, limit: int) -> list[Delivery]:
+        """Lease what is due in one statement, which is one transaction under the write lock."""
+        with self._served():
+            rows = self._connection().execute(
+                "UPDATE outbox SET next_attempt_at = ? WHERE id IN (SELECT id FROM outbox "
+                "WHERE next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?) "
+                f"RETURNING {DELIVERY_COLUMNS}",
+                (lease_until, now, limit),
+            )
+            return deliveries(rows.fetchall())
+
+    def retry(self, delivery: Delivery, at: float) -> None:
+        with self._served():
+            self._connection().execute(_OUTBOX["retry"], (at, delivery.id))
+
+    def forget(self, delivery: Delivery) -> None:
+        with self._served():
+            self._connection().execute(_OUTBOX["forget"], (delivery.id,))
+
+    def oldest(self) -> float | None:
+        with self._served():
+            row = self._connection().execute(_OUTBOX["oldest"]).fetchone()
+        return None if row is None else row[0]
+
     def close(self) -> None:
         """Close every thread's connection; the last one to close folds the log into the file."""
         with self._lock:
@@ -193,6 +263,26 @@ class SqliteStore:
                 step(connection)
             if steps:
                 connection.execute(f"PRAGMA user_version = {len(_STEPS)}")
+
+    @contextmanager
+    def _change(self, connection: sqlite3.Connection) -> Iterator[Callable[..., None]]:
+        """Make a change and the events it records one transaction, when there are URLs.
+
+        Yields `record(make, *args)`, which records the event `make(*args)` makes;
+        `on_event` hears of it after the commit. Without URLs no event is made and the change
+        is a statement of its own, as cheap as before webhooks.
+        """
+        if not self._webhook_urls:
+            yield _make_nothing
+            return
+        recorded: list[Event] = []
+        connection.execute("BEGIN IMMEDIATE")
+        with connection:
+            yield lambda make, *args: recorded.append(make(*args))
+            for event in recorded:
+                connection.executemany(_OUTBOX["record"], outbox_rows(event, self._webhook_urls))
+        if recorded and self._on_event is not None:
+            self._on_event()
 
     @contextmanager
     def _served(self) -> Iterator[None]:

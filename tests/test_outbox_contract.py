@@ -1,0 +1,213 @@
+"""The outbox contract: the same assertions against the memory, SQLite and PostgreSQL stores."""
+
+import sqlite3
+import threading
+import time
+from datetime import UTC, datetime
+
+import orjson
+import psycopg
+import pytest
+
+from plantstore.stores import StoreUnavailable, open_store
+from tests.concurrency import at_once
+
+URLS = ("http://a.example/hooks", "https://user:pw@b.example/in?key=1")
+FERN = b'{"name":"fern","tag":"green"}'
+ROSE = b'{"name":"rose"}'
+#: Far enough ahead that nothing claimed in a test is due again before it ends.
+LATER = 60.0
+
+
+class Outboxes:
+    """Stores with webhook URLs on one empty database, and the events they announced."""
+
+    def __init__(self, store_url: str) -> None:
+        self._url = store_url
+        self._opened = []
+        self.announced = threading.Semaphore(0)
+
+    def open(self, urls=URLS):
+        store = open_store(self._url, urls, self.announced.release)
+        self._opened.append(store)
+        return store
+
+    def close(self) -> None:
+        for store in self._opened:
+            store.close()
+
+    def announcements(self) -> int:
+        count = 0
+        while self.announced.acquire(blocking=False):
+            count += 1
+        return count
+
+
+@pytest.fixture
+def outboxes(store_url):
+    opened = Outboxes(store_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def outbox(outboxes):
+    return outboxes.open()
+
+
+def claim_all(outbox, now=None):
+    now = time.time() if now is None else now
+    return outbox.claim(now, now + LATER, 1000)
+
+
+def test_a_created_plant_is_an_event_for_each_url(outboxes, outbox):
+    before = time.time()
+    outbox.add(7, FERN)
+    deliveries = claim_all(outbox)
+    assert [delivery.url for delivery in deliveries] == list(URLS)
+    first, second = deliveries
+    assert first.webhook_id == second.webhook_id
+    assert first.webhook_id.startswith("msg_") and len(first.webhook_id) == 36
+    assert first.body == second.body
+    assert (first.attempts, second.attempts) == (0, 0)
+    assert first.created_at == second.created_at
+    assert before <= first.created_at <= time.time()
+    event = orjson.loads(first.body)
+    assert event == {
+        "type": "plant.created",
+        "timestamp": event["timestamp"],
+        "data": {"id": 7, "name": "fern", "tag": "green"},
+    }
+    stamp = datetime.strptime(event["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    assert abs(stamp.timestamp() - first.created_at) < 0.001
+    assert outboxes.announcements() == 1
+
+
+def test_a_deleted_plant_is_an_event_for_each_url(outboxes, outbox):
+    outbox.add(-5, ROSE)
+    for delivery in claim_all(outbox):
+        outbox.forget(delivery)
+    outboxes.announcements()
+    assert outbox.delete(-5) is True
+    deliveries = claim_all(outbox)
+    assert [delivery.url for delivery in deliveries] == list(URLS)
+    assert {orjson.loads(delivery.body)["type"] for delivery in deliveries} == {"plant.deleted"}
+    assert orjson.loads(deliveries[0].body)["data"] == {"id": -5}
+    assert outboxes.announcements() == 1
+
+
+def test_what_changes_nothing_is_no_event(outboxes, outbox):
+    """An identical repeat, another plant under a taken id (a 409), a delete of no plant."""
+    outbox.add(1, FERN)
+    for delivery in claim_all(outbox):
+        outbox.forget(delivery)
+    outboxes.announcements()
+    assert outbox.add(1, FERN) == FERN
+    assert outbox.add(1, ROSE) == FERN
+    assert outbox.delete(2) is False
+    assert claim_all(outbox) == []
+    assert outbox.oldest() is None
+    assert outboxes.announcements() == 0
+
+
+def test_a_store_without_urls_writes_no_event(outboxes):
+    silent = outboxes.open(urls=())
+    silent.add(1, FERN)
+    silent.delete(1)
+    assert outboxes.open().claim(time.time(), time.time() + LATER, 10) == []
+    assert outboxes.announcements() == 0
+
+
+def test_a_claim_leases_its_deliveries_until_the_lease_runs_out(outbox):
+    outbox.add(1, FERN)
+    now = time.time()
+    claimed = outbox.claim(now, now + 30, 10)
+    assert len(claimed) == 2
+    assert outbox.claim(now, now + 30, 10) == []
+    assert outbox.claim(now + 29, now + 60, 10) == []
+    assert outbox.claim(now + 30, now + 60, 10) == claimed
+
+
+def test_a_claim_takes_at_most_its_limit_in_id_order(outbox):
+    for plant_id in range(3):
+        outbox.add(plant_id, FERN)
+    now = time.time()
+    first = outbox.claim(now, now + LATER, 4)
+    rest = outbox.claim(now, now + LATER, 4)
+    assert (len(first), len(rest)) == (4, 2)
+    ids = [delivery.id for delivery in first + rest]
+    assert ids == sorted(ids)
+    created = [orjson.loads(delivery.body)["data"]["id"] for delivery in first + rest]
+    assert created == [0, 0, 1, 1, 2, 2]
+
+
+def test_a_retry_counts_the_attempt_and_is_due_at_its_time(outbox):
+    outbox.add(1, FERN)
+    now = time.time()
+    delivery, _other = outbox.claim(now, now + LATER, 10)
+    outbox.retry(delivery, now + 5)
+    assert outbox.claim(now + 4.9, now + LATER, 10) == []
+    (again,) = outbox.claim(now + 5, now + LATER, 10)
+    assert again.id == delivery.id
+    assert again.attempts == 1
+    assert (again.webhook_id, again.body, again.url) == (
+        delivery.webhook_id,
+        delivery.body,
+        delivery.url,
+    )
+    outbox.retry(again, now + 6)
+    assert outbox.claim(now + 6, now + LATER, 10)[0].attempts == 2
+
+
+def test_a_forgotten_delivery_is_gone_and_oldest_follows(outbox):
+    assert outbox.oldest() is None
+    outbox.add(1, FERN)
+    first_made = claim_all(outbox)[0].created_at
+    outbox.add(2, ROSE)
+    assert outbox.oldest() == first_made
+    for delivery in claim_all(outbox, now=time.time() + LATER):
+        if orjson.loads(delivery.body)["data"]["id"] == 1:
+            outbox.forget(delivery)
+    assert outbox.oldest() > first_made
+    for delivery in claim_all(outbox, now=time.time() + 2 * LATER):
+        outbox.forget(delivery)
+    assert outbox.oldest() is None
+    assert claim_all(outbox, now=time.time() + 3 * LATER) == []
+
+
+def test_claimers_at_once_never_share_a_delivery(outboxes, store_url):
+    """Threads of one process, and with a shared database stores of several processes."""
+    outboxes_count = 1 if store_url == "memory://" else 4
+    stores = [outboxes.open() for _ in range(outboxes_count)]
+    for plant_id in range(40):
+        stores[0].add(plant_id, FERN)
+    now = time.time()
+
+    def claim_until_none(n: int) -> list[int]:
+        store, claimed = stores[n % len(stores)], []
+        while batch := store.claim(now, now + LATER, 3):
+            claimed += [delivery.id for delivery in batch]
+        return claimed
+
+    claimed = [n for claims in at_once(8, claim_until_none) for n in claims]
+    assert len(claimed) == len(set(claimed)) == 80
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+def test_a_plant_and_its_event_commit_together_or_not_at_all(outboxes, store_url):
+    """With the outbox gone, writing the event fails: the plant is not kept either."""
+    store = outboxes.open()
+    store.add(1, FERN)
+    if store_url.startswith("sqlite"):
+        with sqlite3.connect(store_url.removeprefix("sqlite:///")) as connection:
+            connection.execute("DROP TABLE outbox")
+    else:
+        with psycopg.connect(store_url, autocommit=True) as connection:
+            connection.execute("DROP TABLE outbox")
+    with pytest.raises((StoreUnavailable, psycopg.Error)):
+        store.add(2, ROSE)
+    with pytest.raises((StoreUnavailable, psycopg.Error)):
+        store.delete(1)
+    assert store.get(2) is None
+    assert store.get(1) == FERN
+    assert outboxes.announcements() == 1
