@@ -1,10 +1,12 @@
 """The app factory: config → store → resources → middleware → routes."""
 
 import atexit
+import threading
 
 import falcon
 import orjson
 from marshmallow import ValidationError
+from standardwebhooks import Webhook
 
 from plantstore.auth import BearerAuth
 from plantstore.config import Config
@@ -19,6 +21,7 @@ from plantstore.proxy import ForwardedClient
 from plantstore.resources import Health, Plant, Plants, Readiness
 from plantstore.routing import Router
 from plantstore.stores import PlantStore, StoreUnavailable, open_store, store_kind
+from plantstore.webhooks import Deliverer
 
 
 def create_app(config: Config | None = None, store: PlantStore | None = None) -> falcon.App:
@@ -27,13 +30,30 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     A store it opens itself it also closes, when the process exits. gunicorn does not preload
     the app, so this runs in each worker after the fork and every worker has connections of
     its own: keep it so.
+
+    With webhook URLs configured, it starts this worker's `Deliverer` and stops it at exit
+    (a graceful one: gunicorn's worker exits through `sys.exit`), before the store closes.
+    The store must then be an `Outbox` too: the one it opens is, woken by each commit.
     """
     config = config or Config.from_env()
+    committed = threading.Event()
     if store is None:
-        store = open_store(config.store_url)
+        store = open_store(config.store_url, config.webhook_urls, committed.set)
         atexit.register(store.close)
 
-    metrics = Metrics(store, store_kind(config.store_url))
+    outbox = store if config.webhook_urls else None
+    metrics = Metrics(store, store_kind(config.store_url), outbox)
+    if outbox is not None:
+        deliverer = Deliverer(
+            outbox,
+            committed,
+            Webhook(config.webhook_secret),
+            metrics,
+            config.webhook_timeout,
+            config.webhook_give_up_after,
+        )
+        deliverer.start()
+        atexit.register(deliverer.stop)
     # CORS, when on, comes next to the metrics, which only read the answer: Falcon runs
     # `process_response` in the reverse order of this list and (independent middleware, its
     # default) for every request, even one a middleware answered itself. So CORS is the last to

@@ -14,6 +14,7 @@ matched, the methods Falcon knows (`other` for the rest) and the status.
 
 import os
 import time
+from contextlib import suppress
 from importlib.metadata import version
 
 import falcon
@@ -28,7 +29,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from plantstore.stores import PlantStore, StoreUnavailable
+from plantstore.stores import Outbox, PlantStore, StoreUnavailable
 
 #: Decided as prometheus_client decides it, when it is first imported: the two must agree.
 _MULTIPROCESS = "PROMETHEUS_MULTIPROC_DIR" in os.environ
@@ -57,8 +58,9 @@ disable_created_metrics()
 class Metrics:
     """The collectors, and the text a scrape gets."""
 
-    def __init__(self, store: PlantStore, store_kind: str) -> None:
+    def __init__(self, store: PlantStore, store_kind: str, outbox: Outbox | None = None) -> None:
         self._store = store
+        self._outbox = outbox
         self._registry = registry = CollectorRegistry()
         self.requests = Counter(
             "plantstore_http_requests",
@@ -99,6 +101,30 @@ class Metrics:
             multiprocess_mode="livemostrecent",
             registry=registry,
         )
+        self.webhook_sent = Counter(
+            "plantstore_webhook_events_sent",
+            "Webhook deliveries a subscriber acknowledged (answered 2xx).",
+            registry=registry,
+        )
+        self.webhook_failed = Counter(
+            "plantstore_webhook_events_failed",
+            "Webhook delivery attempts that failed: not 2xx, timed out or not connected.",
+            registry=registry,
+        )
+        self.webhook_given_up = Counter(
+            "plantstore_webhook_events_given_up",
+            "Webhook deliveries given up, still failing PLANTSTORE_WEBHOOK_GIVE_UP_AFTER seconds "
+            "after their event.",
+            registry=registry,
+        )
+        # Each worker sees the one outbox of a shared store: the latest scrape's answer is right.
+        self._oldest_pending = Gauge(
+            "plantstore_webhook_oldest_pending_seconds",
+            "Age of the oldest webhook delivery not yet sent or given up, at the last scrape; "
+            "0 when none is pending.",
+            multiprocess_mode="livemostrecent",
+            registry=registry,
+        )
         Gauge(
             "plantstore_build_info",
             "The running version and the kind of store (memory, sqlite or postgresql).",
@@ -108,13 +134,20 @@ class Metrics:
         ).labels(version("plantstore"), store_kind).set(1)
 
     def exposition(self) -> bytes:
-        """Ask the store whether it is ready, then give every metric in Prometheus' text format."""
+        """Ask the store whether it is ready and how old its oldest pending event is, then give
+        every metric in Prometheus' text format.
+        """
         try:
             self._store.check_ready()
         except StoreUnavailable:
             self._ready.set(0)
         else:
             self._ready.set(1)
+        if self._outbox is not None:
+            # Left as it was when the store cannot say: `plantstore_store_ready` tells why.
+            with suppress(StoreUnavailable):
+                oldest = self._outbox.oldest()
+                self._oldest_pending.set(0 if oldest is None else max(0, time.time() - oldest))
         if not _MULTIPROCESS:
             return generate_latest(self._registry)
         registry = CollectorRegistry()

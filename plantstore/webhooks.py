@@ -1,0 +1,225 @@
+"""Delivering the outbox's events to subscribers, signed, off the requests' threads.
+
+Each worker runs one `Deliverer`: a thread that claims due deliveries from the store's outbox
+and a few sender threads that post them. A commit in this worker wakes it at once; otherwise
+it looks every `POLL_SECONDS`, for retries coming due and for deliveries whose claim a dead
+worker left behind. Delivery is at least once: a delivery leaves the outbox only once a
+subscriber answered 2xx, or it was given up.
+"""
+
+import logging
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+import urllib3
+from standardwebhooks import Webhook
+
+from plantstore.metrics import Metrics
+from plantstore.stores import Delivery, Outbox, StoreUnavailable
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between looks at the outbox when nothing wakes the deliverer.
+POLL_SECONDS = 1.0
+#: Deliveries under way at once in a worker: one slow subscriber holds up one sender, not all.
+SENDERS = 4
+#: The first retry comes up to this many seconds after the first failure; each one after
+#: waits up to twice as long as the one before, to at most `MAX_RETRY_SECONDS`.
+FIRST_RETRY_SECONDS = 1.0
+MAX_RETRY_SECONDS = 3600.0
+#: Seconds a claim outlives an attempt's timeout: time to record its outcome.
+LEASE_MARGIN_SECONDS = 5.0
+
+
+def full_jitter(ceiling: float) -> float:
+    """Wait a random time up to `ceiling` ("full jitter"), so that retries spread out."""
+    return random.uniform(0, ceiling)
+
+
+class Deliverer:
+    """Sends the outbox's deliveries, retrying with exponential backoff until a time bound.
+
+    Args:
+        outbox: where the events are, written by the store with the changes.
+        wake: set after a commit that wrote events, so they go at once.
+        webhook: signs each attempt (Standard Webhooks).
+        metrics: counts what was sent, what failed and what was given up.
+        timeout: seconds an attempt may take, connecting and being answered.
+        give_up_after: seconds after an event was made when a failing delivery is given up.
+        clock: the time, as `time.time()` gives it; tests move it on instead of waiting.
+        jitter: how long to wait before a retry, given the longest wait backoff allows.
+    """
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        wake: threading.Event,
+        webhook: Webhook,
+        metrics: Metrics,
+        timeout: float,
+        give_up_after: float,
+        clock: Callable[[], float] = time.time,
+        jitter: Callable[[float], float] = full_jitter,
+    ) -> None:
+        self._outbox = outbox
+        self._wake = wake
+        self._webhook = webhook
+        self._metrics = metrics
+        self._timeout = urllib3.Timeout(total=timeout)
+        self._lease = timeout + LEASE_MARGIN_SECONDS
+        self._give_up_after = give_up_after
+        self._clock = clock
+        self._jitter = jitter
+        # Keep-alive per subscriber's host, a connection for each sender.
+        self._http = urllib3.PoolManager(maxsize=SENDERS)
+        self._queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
+        self._idle = SENDERS
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        # Daemon threads: a process that exits without `stop` (SIGKILL aside) must not hang
+        # on them; what they had claimed is due again when its lease runs out.
+        self._threads = [
+            threading.Thread(target=self._claim_loop, name="plantstore-webhooks", daemon=True)
+        ] + [
+            threading.Thread(target=self._send_loop, name=f"plantstore-webhooks-{n}", daemon=True)
+            for n in range(SENDERS)
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        """Claim nothing more; let attempts under way end, within their timeout.
+
+        What was not delivered stays in the outbox for the next start (or another worker).
+        """
+        self._stopping.set()
+        self._wake.set()
+        for _ in range(SENDERS):
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join()
+        self._http.clear()
+
+    def _claim_loop(self) -> None:
+        while not self._stopping.is_set():
+            # Cleared before claiming: a commit from now on wakes the next round.
+            self._wake.clear()
+            with self._lock:
+                idle = self._idle
+            claimed = self._claim(idle) if idle else []
+            with self._lock:
+                self._idle -= len(claimed)
+            for delivery in claimed:
+                self._queue.put(delivery)
+            if not claimed or len(claimed) < idle:
+                self._wake.wait(POLL_SECONDS)
+
+    def _claim(self, limit: int) -> list[Delivery]:
+        now = self._clock()
+        try:
+            return self._outbox.claim(now, now + self._lease, limit)
+        except StoreUnavailable as ex:
+            logger.warning("webhooks: the outbox cannot be read now: %s", ex)
+            return []
+
+    def _send_loop(self) -> None:
+        while (delivery := self._queue.get()) is not None:
+            try:
+                self._deliver(delivery)
+            except StoreUnavailable as ex:
+                # Its claim runs out, and it is due again.
+                logger.warning(
+                    "webhooks: the outcome of %s could not be recorded: %s", delivery.webhook_id, ex
+                )
+            except Exception:
+                logger.exception("webhooks: delivering %s failed", delivery.webhook_id)
+            finally:
+                with self._lock:
+                    self._idle += 1
+                self._wake.set()
+
+    def _deliver(self, delivery: Delivery) -> None:
+        """Attempt the delivery, and record its outcome in the outbox, then in the metrics."""
+        failure = self._attempt(delivery)
+        if failure is None:
+            self._outbox.forget(delivery)
+            self._metrics.webhook_sent.inc()
+            return
+        now = self._clock()
+        attempts = delivery.attempts + 1
+        give_up_at = delivery.created_at + self._give_up_after
+        if now >= give_up_at:
+            self._outbox.forget(delivery)
+            logger.error(
+                "webhooks: gave up %s to %s after %d attempts in %.0f s: %s",
+                delivery.webhook_id,
+                origin(delivery.url),
+                attempts,
+                now - delivery.created_at,
+                failure,
+            )
+            self._metrics.webhook_failed.inc()
+            self._metrics.webhook_given_up.inc()
+            return
+        backoff = min(MAX_RETRY_SECONDS, FIRST_RETRY_SECONDS * 2**delivery.attempts)
+        at = min(now + self._jitter(backoff), give_up_at)
+        self._outbox.retry(delivery, at)
+        logger.warning(
+            "webhooks: %s to %s failed (%s), attempt %d; next in %.1f s",
+            delivery.webhook_id,
+            origin(delivery.url),
+            failure,
+            attempts,
+            at - now,
+        )
+        self._metrics.webhook_failed.inc()
+
+    def _attempt(self, delivery: Delivery) -> str | None:
+        """Post the delivery once, signed now; None when acknowledged (2xx), else why not.
+
+        Why not never holds an exception's message, which may hold the URL's credentials.
+        """
+        now = self._clock()
+        headers = {
+            "Content-Type": "application/json",
+            "webhook-id": delivery.webhook_id,
+            "webhook-timestamp": str(int(now)),
+            "webhook-signature": self._webhook.sign(
+                delivery.webhook_id, datetime.fromtimestamp(now, UTC), delivery.body.decode()
+            ),
+        }
+        try:
+            # No retries and no redirects here: a failure is retried by the outbox, with
+            # backoff, and a redirect is not an acknowledgement.
+            response = self._http.request(
+                "POST",
+                delivery.url,
+                body=delivery.body,
+                headers=headers,
+                timeout=self._timeout,
+                retries=False,
+                redirect=False,
+            )
+        except urllib3.exceptions.NewConnectionError:
+            return "could not connect"
+        except urllib3.exceptions.TimeoutError:
+            return "timed out"
+        except urllib3.exceptions.HTTPError as ex:
+            return type(ex).__name__
+        if 200 <= response.status < 300:
+            return None
+        return f"answered {response.status}"
+
+
+def origin(url: str) -> str:
+    """The scheme, host and port of `url`: never its user, password, path or query."""
+    parts = urlsplit(url)
+    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")

@@ -1,0 +1,377 @@
+"""Delivering events to a real subscriber on loopback, which verifies every signature.
+
+Time is driven by a clock the test moves on, and the deliverer is woken as a commit wakes
+it: no test waits for a retry's real second.
+"""
+
+import atexit
+import logging
+import threading
+import time
+
+import falcon.testing
+import orjson
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from standardwebhooks import Webhook
+
+from plantstore.app import create_app
+from plantstore.config import Config
+from plantstore.metrics import Metrics
+from plantstore.stores.memory import MemoryStore
+from plantstore.webhooks import Deliverer, origin
+from tests.conftest import TOKEN
+from tests.webhook_receiver import SECRET, WebhookReceiver
+
+FERN = b'{"name":"fern","tag":"green"}'
+#: Seconds any wait on a delivery gets: far more than one takes on loopback.
+PATIENCE = 10.0
+
+
+class Clock:
+    """The real time, moved on by the test."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.ahead
+
+    def advance(self, seconds: float) -> None:
+        self.ahead += seconds
+
+
+def sample(metrics: Metrics, name: str) -> float:
+    for family in text_string_to_metric_families(metrics.exposition().decode()):
+        for found in family.samples:
+            if found.name == name:
+                return found.value
+    raise AssertionError(f"no {name}")
+
+
+def wait_until(condition, timeout: float = PATIENCE) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true in time"
+        time.sleep(0.005)
+
+
+class Running:
+    """A memory store with an outbox, and a started deliverer sending what it holds."""
+
+    def __init__(self, urls, timeout=2.0, give_up_after=3600.0) -> None:
+        self.clock = Clock()
+        self.wake = threading.Event()
+        self.store = MemoryStore(urls, self.wake.set)
+        self.metrics = Metrics(self.store, "memory", self.store)
+        self._timeout, self._give_up_after = timeout, give_up_after
+        self.deliverer = self.start()
+
+    def start(self) -> Deliverer:
+        deliverer = Deliverer(
+            self.store,
+            self.wake,
+            Webhook(SECRET),
+            self.metrics,
+            self._timeout,
+            self._give_up_after,
+            clock=self.clock,
+            jitter=lambda ceiling: ceiling,
+        )
+        deliverer.start()
+        return deliverer
+
+    def failed(self) -> float:
+        return sample(self.metrics, "plantstore_webhook_events_failed_total")
+
+    def wait_for_failures(self, count: int) -> None:
+        wait_until(lambda: self.failed() >= count)
+
+    def later(self, seconds: float) -> None:
+        """Move the clock on, and wake the deliverer as the poll would."""
+        self.clock.advance(seconds)
+        self.wake.set()
+
+
+@pytest.fixture
+def receiver():
+    with WebhookReceiver() as opened:
+        yield opened
+
+
+@pytest.fixture
+def running(request, receiver):
+    """A deliverer to the receiver; `@pytest.mark.parametrize("running", [{...}], indirect=True)`
+    gives other arguments.
+    """
+    arguments = {"urls": [receiver.url], **getattr(request, "param", {})}
+    started = Running(**arguments)
+    yield started
+    started.deliverer.stop()
+
+
+def test_events_arrive_signed_in_the_body_the_contract_gives(running, receiver):
+    running.store.add(7, FERN)
+    running.store.delete(7)
+    assert receiver.wait_for(lambda got: len(got) == 2, PATIENCE)
+    # Sent at once by two senders, they may arrive in either order.
+    by_type = {delivery.event["type"]: delivery for delivery in receiver.deliveries}
+    created, deleted = by_type["plant.created"], by_type["plant.deleted"]
+    assert created.event == {
+        "type": "plant.created",
+        "timestamp": created.event["timestamp"],
+        "data": {"id": 7, "name": "fern", "tag": "green"},
+    }
+    assert deleted.event == {
+        "type": "plant.deleted",
+        "timestamp": deleted.event["timestamp"],
+        "data": {"id": 7},
+    }
+    assert created.webhook_id != deleted.webhook_id
+    assert receiver.unverified == 0
+    wait_until(lambda: sample(running.metrics, "plantstore_webhook_events_sent_total") == 2)
+    assert running.store.oldest() is None
+    assert running.failed() == 0
+
+
+def test_failures_are_retried_with_doubling_backoff_until_acknowledged(running, receiver, caplog):
+    receiver.answer(500)
+    running.store.add(1, FERN)
+    running.wait_for_failures(1)
+    running.later(1.0)
+    running.wait_for_failures(2)
+    running.later(2.0)
+    running.wait_for_failures(3)
+    receiver.answer(200)
+    running.later(4.0)
+    assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    assert receiver.attempts == 4
+    waits = [record.getMessage().rsplit("next in ", 1)[1] for record in caplog.records]
+    assert waits == ["1.0 s", "2.0 s", "4.0 s"]
+    assert "failed (answered 500), attempt 1;" in caplog.records[0].getMessage()
+    assert {record.levelno for record in caplog.records} == {logging.WARNING}
+
+
+def test_a_retry_waits_for_its_time(running, receiver):
+    receiver.answer(503)
+    running.store.add(1, FERN)
+    running.wait_for_failures(1)
+    receiver.answer(200)
+    running.later(0.5)
+    running.store.add(2, FERN)
+    assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    assert receiver.deliveries[0].event["data"]["id"] == 2
+    running.later(0.5)
+    assert receiver.wait_for(lambda got: len(got) == 2, PATIENCE)
+    assert receiver.deliveries[1].event["data"]["id"] == 1
+
+
+@pytest.mark.parametrize("status", [302, 400, 404, 410])
+def test_only_a_2xx_acknowledges(running, receiver, status, caplog):
+    receiver.answer(status)
+    running.store.add(1, FERN)
+    running.wait_for_failures(1)
+    assert f"answered {status}" in caplog.records[0].getMessage()
+    assert running.store.oldest() is not None
+
+
+def test_a_refused_connection_is_retried(running, receiver, caplog):
+    receiver.refuse()
+    running.store.add(1, FERN)
+    running.wait_for_failures(1)
+    assert "could not connect" in caplog.records[0].getMessage()
+    receiver.listen()
+    running.later(1.0)
+    assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+
+
+@pytest.mark.parametrize("running", [{"timeout": 0.3}], indirect=True)
+def test_an_answer_later_than_the_timeout_is_a_failure_retried(running, receiver, caplog):
+    receiver.hold()
+    running.store.add(1, FERN)
+    running.wait_for_failures(1)
+    assert "timed out" in caplog.records[0].getMessage()
+    receiver.release()
+    running.later(1.0)
+    assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+
+
+@pytest.mark.parametrize("running", [{"give_up_after": 10.0}], indirect=True)
+def test_a_delivery_failing_past_the_bound_is_given_up_with_an_error(running, receiver, caplog):
+    receiver.answer(500)
+    running.store.add(1, FERN)
+    running.wait_for_failures(1)
+    running.later(10.0)
+    wait_until(lambda: sample(running.metrics, "plantstore_webhook_events_given_up_total") == 1)
+    assert running.failed() == 2
+    assert running.store.oldest() is None
+    error = caplog.records[-1]
+    assert error.levelno == logging.ERROR
+    assert error.getMessage().startswith("webhooks: gave up msg_")
+    assert f"to http://127.0.0.1:{receiver.port} after 2 attempts" in error.getMessage()
+
+
+def test_the_last_retry_comes_at_the_bound(receiver, caplog):
+    """The backoff would wait 2 s more; the bound is 1.5 s after the event: the retry comes then."""
+    running = Running([receiver.url], give_up_after=1.5)
+    try:
+        receiver.answer(500)
+        running.store.add(1, FERN)
+        running.wait_for_failures(1)
+        running.later(1.0)
+        running.wait_for_failures(2)
+        wait = float(caplog.records[1].getMessage().rsplit("next in ", 1)[1].removesuffix(" s"))
+        assert 0.3 <= wait <= 0.5
+        running.later(0.5)
+        wait_until(lambda: sample(running.metrics, "plantstore_webhook_events_given_up_total") == 1)
+        assert receiver.attempts == 3
+    finally:
+        running.deliverer.stop()
+
+
+def test_logs_name_the_subscriber_by_origin_only(caplog):
+    with WebhookReceiver() as receiver:
+        url = f"http://user:hunter2@127.0.0.1:{receiver.port}/hooks?key=k3y"
+        running = Running([url], give_up_after=0.0)
+        try:
+            receiver.answer(500)
+            running.store.add(1, FERN)
+            running.wait_for_failures(1)
+        finally:
+            running.deliverer.stop()
+    (record,) = caplog.records
+    assert f"to http://127.0.0.1:{receiver.port} after 1 attempts" in record.getMessage()
+    for secret in ("hunter2", "user", "k3y", "/hooks", SECRET.removeprefix("whsec_")):
+        assert secret not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("https://u:p@Shop.Example:8443/in?k=v#f", "https://shop.example:8443"),
+        ("http://[::1]:9000/h", "http://[::1]:9000"),
+        ("http://hooks.example/", "http://hooks.example"),
+    ],
+)
+def test_origin(url, named):
+    assert origin(url) == named
+
+
+def test_a_slow_subscriber_holds_up_no_other(receiver):
+    with WebhookReceiver() as slow:
+        slow.hold()
+        running = Running([slow.url, receiver.url], timeout=PATIENCE)
+        try:
+            running.store.add(1, FERN)
+            running.store.add(2, FERN)
+            assert receiver.wait_for(lambda got: len(got) == 2, PATIENCE)
+            assert running.failed() == 0
+            assert slow.wait_for(lambda got: slow.attempts == 2, PATIENCE)
+            slow.release()
+            assert slow.wait_for(lambda got: len(got) == 2, PATIENCE)
+        finally:
+            running.deliverer.stop()
+    assert receiver.events().keys() == slow.events().keys()
+
+
+@pytest.mark.parametrize("running", [{"timeout": 0.5}], indirect=True)
+def test_stop_ends_within_the_timeout_and_leaves_the_undelivered(running, receiver):
+    receiver.hold()
+    running.store.add(1, FERN)
+    assert receiver.wait_for(lambda got: receiver.attempts == 1, PATIENCE)
+    started = time.monotonic()
+    running.deliverer.stop()
+    assert time.monotonic() - started < 0.5 + 1.0
+    assert running.store.oldest() is not None
+    receiver.release()
+    # The next start (its claim run out, as after a restart) delivers it.
+    running.clock.advance(0.5 + 5.0)
+    running.deliverer = running.start()
+    wait_until(lambda: running.store.oldest() is None)
+    # The attempt that timed out reached the subscriber too: it tells them apart by id.
+    assert len(receiver.events()) == 1
+
+
+def test_the_oldest_pending_event_is_measured(running, receiver):
+    gauge = "plantstore_webhook_oldest_pending_seconds"
+    assert sample(running.metrics, gauge) == 0
+    receiver.hold()
+    running.store.add(1, FERN)
+    made = time.time()
+    assert receiver.wait_for(lambda got: receiver.attempts == 1, PATIENCE)
+    wait_until(lambda: sample(running.metrics, gauge) > 0)
+    assert sample(running.metrics, gauge) <= time.time() - made + 1
+    receiver.release()
+    wait_until(lambda: sample(running.metrics, gauge) == 0)
+
+
+def test_each_event_is_signed_once_per_attempt_with_the_same_body(running, receiver):
+    receiver.answer(500)
+    running.store.add(1, FERN)
+    running.wait_for_failures(1)
+    receiver.answer(200)
+    running.later(1.0)
+    assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    (delivery,) = receiver.deliveries
+    assert orjson.loads(running.store.add(1, FERN)) == {"name": "fern", "tag": "green"}
+    assert delivery.event["data"] == {"id": 1, "name": "fern", "tag": "green"}
+
+
+@pytest.fixture
+def at_exit(monkeypatch):
+    """What `create_app` leaves for the process's exit, run when the test ends, as atexit would."""
+    registered = []
+    monkeypatch.setattr(atexit, "register", registered.append)
+    yield registered
+    for call in reversed(registered):
+        call()
+
+
+def service(store_url: str, urls) -> falcon.testing.TestClient:
+    config = Config(
+        tokens=frozenset({TOKEN}),
+        store_url=store_url,
+        webhook_urls=tuple(urls),
+        webhook_secret=SECRET,
+    )
+    return falcon.testing.TestClient(
+        create_app(config), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+
+
+def test_the_service_tells_of_every_change_it_answered_and_only_those(at_exit, receiver, store_url):
+    client = service(store_url, [receiver.url])
+    assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
+    assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
+    assert client.simulate_post("/plants", json={"id": 1, "name": "rose"}).status_code == 409
+    assert client.simulate_delete("/plants/2").status_code == 404
+    assert client.simulate_delete("/plants/1").status_code == 204
+    assert receiver.wait_for(lambda got: len(got) == 2, PATIENCE)
+    by_type = {delivery.event["type"]: delivery.event for delivery in receiver.deliveries}
+    created, deleted = by_type["plant.created"], by_type["plant.deleted"]
+    assert (created["type"], created["data"]) == ("plant.created", {"id": 1, "name": "fern"})
+    assert (deleted["type"], deleted["data"]) == ("plant.deleted", {"id": 1})
+    wait_until(lambda: "webhook_events_sent_total 2.0" in client.simulate_get("/metrics").text)
+    metrics = client.simulate_get("/metrics").text
+    assert "plantstore_webhook_oldest_pending_seconds 0.0" in metrics
+    assert "plantstore_webhook_events_failed_total 0.0" in metrics
+
+
+def test_a_request_never_waits_for_a_delivery(at_exit, receiver):
+    receiver.hold()
+    client = service("memory://", [receiver.url])
+    assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
+    assert receiver.wait_for(lambda got: receiver.attempts == 1, PATIENCE)
+    assert client.simulate_post("/plants", json={"id": 2, "name": "ivy"}).status_code == 200
+    assert client.simulate_delete("/plants/1").status_code == 204
+    assert receiver.deliveries == []
+    receiver.release()
+    assert receiver.wait_for(lambda got: len(got) == 3, PATIENCE)
+
+
+def test_without_urls_no_delivery_runs_and_no_event_is_kept(at_exit):
+    client = service("memory://", [])
+    assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
+    threads = [thread.name for thread in threading.enumerate()]
+    assert not [name for name in threads if name.startswith("plantstore-webhooks")]
+    assert "plantstore_webhook_oldest_pending_seconds 0.0" in client.simulate_get("/metrics").text
