@@ -8,10 +8,13 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 
 from plantstore.schemas import (
     DecimalInteger,
+    DeletedPlantSchema,
     ErrorSchema,
     JSONInteger,
     NewPlantSchema,
     PageQuerySchema,
+    PlantCreatedSchema,
+    PlantDeletedSchema,
     PlantIdSchema,
     PlantSchema,
     StoredPlantSchema,
@@ -54,6 +57,32 @@ HEADERS = {
         "(RFC 8288), a path that keeps the other parameters.",
         **_STRING,
     },
+}
+
+
+#: The Standard Webhooks headers every event is sent with, described once as parameters.
+WEBHOOK_HEADERS = {
+    "webhook-id": "The event's id, `msg_` and 32 hex digits: the same on every attempt and for "
+    "every URL, so a subscriber can tell a repeat.",
+    "webhook-timestamp": "The attempt's time, in seconds since the epoch; signed, so that a "
+    "subscriber can refuse an old one replayed.",
+    "webhook-signature": "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}."
+    "{body}` under the secret (`PLANTSTORE_WEBHOOK_SECRET`), as Standard Webhooks signs it.",
+}
+
+#: The events, by the name the document gives each under `webhooks`.
+WEBHOOKS = {
+    "plantCreated": (
+        "PlantCreated",
+        "A plant was kept",
+        "Sent for each `POST /plants` that kept a new plant (not for an identical repeat, "
+        "nor a 409); `data` is the `NewPlant`.",
+    ),
+    "plantDeleted": (
+        "PlantDeleted",
+        "A plant was deleted",
+        "Sent for each `DELETE /plants/{id}` that deleted a plant; `data` holds its id.",
+    ),
 }
 
 
@@ -141,7 +170,8 @@ def build_document() -> dict:
     spec = _spec_with_components()
     _describe_plants(spec)
     _describe_service(spec)
-    return spec.to_dict()
+    # apispec writes no `webhooks` (OpenAPI 3.1): they go in beside its document.
+    return {**spec.to_dict(), "webhooks": _webhooks()}
 
 
 def _spec_with_components() -> APISpec:
@@ -165,6 +195,13 @@ def _spec_with_components() -> APISpec:
     spec.components.schema("NewPlant", schema=NewPlantSchema)
     spec.components.schema("StoredPlant", schema=StoredPlantSchema)
     spec.components.schema("Error", schema=ErrorSchema)
+    spec.components.schema("DeletedPlant", schema=DeletedPlantSchema)
+    spec.components.schema("PlantCreated", schema=PlantCreatedSchema)
+    spec.components.schema("PlantDeleted", schema=PlantDeletedSchema)
+    for name, description in WEBHOOK_HEADERS.items():
+        spec.components.parameter(
+            name, "header", {"required": True, "description": description, **_STRING}
+        )
     for name, header in HEADERS.items():
         spec.components.header(name, header)
     for status in ERRORS:
@@ -292,6 +329,38 @@ def _describe_service(spec: APISpec) -> None:
             }
         ),
     )
+
+
+def _webhooks() -> dict:
+    """The events the service sends to `PLANTSTORE_WEBHOOK_URLS`, signed, as `POST`s."""
+    return {
+        name: {
+            "post": {
+                "summary": summary,
+                "operationId": name,
+                "description": f"{description} Retried until a 2xx answer, or given up "
+                "`PLANTSTORE_WEBHOOK_GIVE_UP_AFTER` seconds after the event.",
+                "security": [],
+                "parameters": [
+                    {"$ref": f"#/components/parameters/{header}"} for header in WEBHOOK_HEADERS
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}
+                    },
+                },
+                "responses": {
+                    "2XX": {"description": "Acknowledged: the event is not sent again."},
+                    "default": {
+                        "description": "Not acknowledged: sent again later, with backoff. So "
+                        "is an event not answered within `PLANTSTORE_WEBHOOK_TIMEOUT` seconds."
+                    },
+                },
+            }
+        }
+        for name, (schema, summary, description) in WEBHOOKS.items()
+    }
 
 
 class OpenApiDocument:

@@ -120,6 +120,44 @@ class PageQuerySchema(Schema):
     tag = fields.String(metadata={"description": "Only plants with exactly this tag."})
 
 
+class DeletedPlantSchema(Schema):
+    """The data of a `plant.deleted` event: the id the plant had."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    id = JSONInteger(required=True, validate=INT64)
+
+
+class _EventSchema(Schema):
+    """What every webhook event holds: its type, when it happened, and its data.
+
+    A subscriber should ignore fields it does not know: events may gain some.
+    """
+
+    class Meta:
+        unknown = EXCLUDE
+
+    timestamp = fields.DateTime(
+        required=True,
+        metadata={"description": "When the change was committed, in UTC (ISO 8601, with Z)."},
+    )
+
+
+class PlantCreatedSchema(_EventSchema):
+    """`PlantCreated`: the body of the `plant.created` event, sent when a plant is kept."""
+
+    type = fields.String(required=True, validate=validate.OneOf(["plant.created"]))
+    data = fields.Nested(NewPlantSchema, required=True)
+
+
+class PlantDeletedSchema(_EventSchema):
+    """`PlantDeleted`: the body of the `plant.deleted` event, sent when a plant is deleted."""
+
+    type = fields.String(required=True, validate=validate.OneOf(["plant.deleted"]))
+    data = fields.Nested(DeletedPlantSchema, required=True)
+
+
 class ErrorSchema(Schema):
     """`Error`: the body of every answer that is not a success."""
 

@@ -1,11 +1,21 @@
 """The served OpenAPI document is valid and says what the schemas say."""
 
 import re
+from datetime import UTC
 
+import orjson
 import pytest
 from openapi_spec_validator import validate
 
-from plantstore.schemas import ErrorSchema, NewPlantSchema, PageQuerySchema, PlantSchema
+from plantstore.events import plant_created, plant_deleted
+from plantstore.schemas import (
+    ErrorSchema,
+    NewPlantSchema,
+    PageQuerySchema,
+    PlantCreatedSchema,
+    PlantDeletedSchema,
+    PlantSchema,
+)
 
 
 @pytest.fixture
@@ -215,3 +225,55 @@ def test_readyz_is_described_without_security_and_with_its_503(document):
     operation = document["paths"]["/readyz"]["get"]
     assert operation["security"] == []
     assert "Retry-After" in operation["responses"]["503"]["headers"]
+
+
+def test_the_events_are_declared_as_webhooks(document):
+    webhooks = document["webhooks"]
+    assert set(webhooks) == {"plantCreated", "plantDeleted"}
+    for name, schema in (("plantCreated", "PlantCreated"), ("plantDeleted", "PlantDeleted")):
+        post = webhooks[name]["post"]
+        assert post["operationId"] == name
+        assert post["requestBody"]["content"]["application/json"]["schema"] == {
+            "$ref": f"#/components/schemas/{schema}"
+        }
+        headers = [
+            document["components"]["parameters"][ref["$ref"].rsplit("/", 1)[1]]
+            for ref in post["parameters"]
+        ]
+        assert [(header["in"], header["name"], header["required"]) for header in headers] == [
+            ("header", "webhook-id", True),
+            ("header", "webhook-timestamp", True),
+            ("header", "webhook-signature", True),
+        ]
+        assert "2XX" in post["responses"]
+    schemas = document["components"]["schemas"]
+    assert schemas["PlantCreated"]["properties"]["data"] == {
+        "$ref": "#/components/schemas/NewPlant"
+    }
+    assert schemas["PlantCreated"]["properties"]["type"]["enum"] == ["plant.created"]
+    assert schemas["PlantDeleted"]["properties"]["type"]["enum"] == ["plant.deleted"]
+    assert schemas["DeletedPlant"]["properties"]["id"] == schemas["NewPlant"]["properties"]["id"]
+
+
+@pytest.mark.parametrize(
+    ("event", "schema", "data"),
+    [
+        (
+            plant_created(-7, b'{"name":"fern","tag":"green"}'),
+            PlantCreatedSchema,
+            {"id": -7, "name": "fern", "tag": "green"},
+        ),
+        (
+            plant_created(2**63 - 1, b'{"name":"ivy"}'),
+            PlantCreatedSchema,
+            {"id": 2**63 - 1, "name": "ivy"},
+        ),
+        (plant_deleted(-(2**63)), PlantDeletedSchema, {"id": -(2**63)}),
+    ],
+)
+def test_the_events_sent_are_what_their_schemas_declare(event, schema, data):
+    loaded = schema().load(orjson.loads(event.body))
+    assert loaded["data"] == data
+    assert loaded["timestamp"].tzinfo == UTC
+    assert abs(loaded["timestamp"].timestamp() - event.created_at) < 0.001
+    assert orjson.loads(event.body)["timestamp"].endswith("Z")
