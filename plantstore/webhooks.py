@@ -36,6 +36,11 @@ MAX_RETRY_SECONDS = 3600.0
 LEASE_MARGIN_SECONDS = 5.0
 
 
+def backoff(attempts: int) -> float:
+    """The longest wait before the next attempt, after `attempts` failed: 1 s, 2 s, 4 s, ..."""
+    return min(MAX_RETRY_SECONDS, FIRST_RETRY_SECONDS * 2 ** min(attempts - 1, 32))
+
+
 def full_jitter(ceiling: float) -> float:
     """Wait a random time up to `ceiling` ("full jitter"), so that retries spread out."""
     return random.uniform(0, ceiling)
@@ -168,8 +173,7 @@ class Deliverer:
             self._metrics.webhook_failed.inc()
             self._metrics.webhook_given_up.inc()
             return
-        backoff = min(MAX_RETRY_SECONDS, FIRST_RETRY_SECONDS * 2**delivery.attempts)
-        at = min(now + self._jitter(backoff), give_up_at)
+        at = min(now + self._jitter(backoff(attempts)), give_up_at)
         self._outbox.retry(delivery, at)
         logger.warning(
             "webhooks: %s to %s failed (%s), attempt %d; next in %.1f s",

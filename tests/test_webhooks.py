@@ -6,12 +6,18 @@ it: no test waits for a retry's real second.
 
 import atexit
 import logging
+import queue
+import re
+import socket
+import subprocess
+import sys
 import threading
 import time
 
 import falcon.testing
 import orjson
 import pytest
+import urllib3
 from prometheus_client.parser import text_string_to_metric_families
 from standardwebhooks import Webhook
 
@@ -19,8 +25,9 @@ from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.metrics import Metrics
 from plantstore.stores.memory import MemoryStore
-from plantstore.webhooks import Deliverer, origin
+from plantstore.webhooks import Deliverer, backoff, origin
 from tests.conftest import TOKEN
+from tests.gunicorn_server import ROOT
 from tests.webhook_receiver import SECRET, WebhookReceiver
 
 FERN = b'{"name":"fern","tag":"green"}'
@@ -375,3 +382,56 @@ def test_without_urls_no_delivery_runs_and_no_event_is_kept(at_exit):
     threads = [thread.name for thread in threading.enumerate()]
     assert not [name for name in threads if name.startswith("plantstore-webhooks")]
     assert "plantstore_webhook_oldest_pending_seconds 0.0" in client.simulate_get("/metrics").text
+
+
+@pytest.mark.parametrize(
+    ("attempts", "ceiling"),
+    [(1, 1.0), (2, 2.0), (3, 4.0), (12, 2048.0), (13, 3600.0), (10**6, 3600.0)],
+)
+def test_the_backoff_doubles_up_to_an_hour(attempts, ceiling):
+    assert backoff(attempts) == ceiling
+
+
+def readme_subscriber() -> str:
+    """The subscriber the README's Webhooks section shows."""
+    section = re.split(r"^## Webhooks\n", (ROOT / "README.md").read_text(), flags=re.M)[1]
+    return re.search(r"```python\n(.+?)```", section, flags=re.S)[1]
+
+
+def test_the_readmes_subscriber_verifies_each_event_and_refuses_a_forgery(at_exit):
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    code = readme_subscriber().replace('("127.0.0.1", 9000)', f'("127.0.0.1", {port})')
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
+    ) as subscriber:
+        lines = queue.SimpleQueue()
+        reader = threading.Thread(target=lambda: [lines.put(line) for line in subscriber.stdout])
+        reader.start()
+        try:
+            client = service("memory://", [f"http://127.0.0.1:{port}/"])
+            assert (
+                client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
+            )
+            assert client.simulate_delete("/plants/1").status_code == 204
+            printed = {lines.get(timeout=PATIENCE), lines.get(timeout=PATIENCE)}
+            assert printed == {
+                "plant.created {'id': 1, 'name': 'fern'}\n",
+                "plant.deleted {'id': 1}\n",
+            }
+            forged = urllib3.request(
+                "POST",
+                f"http://127.0.0.1:{port}/",
+                body=b'{"type":"plant.deleted","data":{"id":2}}',
+                headers={
+                    "webhook-id": "msg_1",
+                    "webhook-timestamp": str(int(time.time())),
+                    "webhook-signature": "v1,Zm9yZ2Vk",
+                },
+                retries=False,
+            )
+            assert forged.status == 400
+        finally:
+            subscriber.kill()
+            reader.join()
+    assert lines.empty()
