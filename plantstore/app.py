@@ -46,6 +46,7 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     if outbox is not None:
         deliverer = Deliverer(
             outbox,
+            config.webhook_urls,
             committed,
             Webhook(config.webhook_secret),
             metrics,

@@ -1,10 +1,10 @@
 """Delivering the outbox's events to subscribers, signed, off the requests' threads.
 
 Each worker runs one `Deliverer`: a thread that claims due deliveries from the store's outbox
-and a few sender threads that post them. A commit in this worker wakes it at once; otherwise
-it looks every `POLL_SECONDS`, for retries coming due and for deliveries whose claim a dead
-worker left behind. Delivery is at least once: a delivery leaves the outbox only once a
-subscriber answered 2xx, or it was given up.
+and, for each subscriber's URL, a few sender threads that post them. A commit in this worker
+wakes it at once; otherwise it looks every `POLL_SECONDS`, for retries coming due and for
+deliveries whose claim a dead worker left behind. Delivery is at least once: a delivery
+leaves the outbox only once a subscriber answered 2xx, or it was given up.
 """
 
 import logging
@@ -12,7 +12,7 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -26,7 +26,8 @@ logger = logging.getLogger(__name__)
 
 #: Seconds between looks at the outbox when nothing wakes the deliverer.
 POLL_SECONDS = 1.0
-#: Deliveries under way at once in a worker: one slow subscriber holds up one sender, not all.
+#: Deliveries to one URL under way at once in a worker. Each URL has senders of its own, so a
+#: slow or failing subscriber holds up its own deliveries, never another's.
 SENDERS = 4
 #: The first retry comes up to this many seconds after the first failure; each one after
 #: waits up to twice as long as the one before, to at most `MAX_RETRY_SECONDS`.
@@ -51,6 +52,7 @@ class Deliverer:
 
     Args:
         outbox: where the events are, written by the store with the changes.
+        urls: the subscribers' URLs, as the store was opened with them.
         wake: set after a commit that wrote events, so they go at once.
         webhook: signs each attempt (Standard Webhooks).
         metrics: counts what was sent, what failed and what was given up.
@@ -63,6 +65,7 @@ class Deliverer:
     def __init__(
         self,
         outbox: Outbox,
+        urls: Sequence[str],
         wake: threading.Event,
         webhook: Webhook,
         metrics: Metrics,
@@ -82,16 +85,22 @@ class Deliverer:
         self._jitter = jitter
         # Keep-alive per subscriber's host, a connection for each sender.
         self._http = urllib3.PoolManager(maxsize=SENDERS)
-        self._queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
-        self._idle = SENDERS
+        self._lanes = [_Lane(url) for url in urls]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._unavailable = False
         # Daemon threads: a process that exits without `stop` (SIGKILL aside) must not hang
         # on them; what they had claimed is due again when its lease runs out.
         self._threads = [
             threading.Thread(target=self._claim_loop, name="plantstore-webhooks", daemon=True)
         ] + [
-            threading.Thread(target=self._send_loop, name=f"plantstore-webhooks-{n}", daemon=True)
+            threading.Thread(
+                target=self._send_loop,
+                args=(lane,),
+                name=f"plantstore-webhooks-{number}-{n}",
+                daemon=True,
+            )
+            for number, lane in enumerate(self._lanes)
             for n in range(SENDERS)
         ]
 
@@ -106,36 +115,48 @@ class Deliverer:
         """
         self._stopping.set()
         self._wake.set()
-        for _ in range(SENDERS):
-            self._queue.put(None)
+        for lane in self._lanes:
+            for _ in range(SENDERS):
+                lane.queue.put(None)
         for thread in self._threads:
             thread.join()
         self._http.clear()
 
     def _claim_loop(self) -> None:
+        """Claim for each URL as many deliveries as it has idle senders, until none is due."""
         while not self._stopping.is_set():
             # Cleared before claiming: a commit from now on wakes the next round.
             self._wake.clear()
-            with self._lock:
-                idle = self._idle
-            claimed = self._claim(idle) if idle else []
-            with self._lock:
-                self._idle -= len(claimed)
-            for delivery in claimed:
-                self._queue.put(delivery)
-            if not claimed or len(claimed) < idle:
+            more = False
+            for lane in self._lanes:
+                with self._lock:
+                    idle = lane.idle
+                claimed = self._claim(lane.url, idle) if idle else []
+                with self._lock:
+                    lane.idle -= len(claimed)
+                for delivery in claimed:
+                    lane.queue.put(delivery)
+                more |= bool(claimed) and len(claimed) == idle
+            if not more:
                 self._wake.wait(POLL_SECONDS)
 
-    def _claim(self, limit: int) -> list[Delivery]:
+    def _claim(self, url: str, limit: int) -> list[Delivery]:
+        """Claim what is due; while the store cannot serve, nothing (said once in the log)."""
         now = self._clock()
         try:
-            return self._outbox.claim(now, now + self._lease, limit)
+            claimed = self._outbox.claim(url, now, now + self._lease, limit)
         except StoreUnavailable as ex:
-            logger.warning("webhooks: the outbox cannot be read now: %s", ex)
+            if not self._unavailable:
+                logger.warning("webhooks: the outbox cannot be read now: %s", ex)
+            self._unavailable = True
             return []
+        if self._unavailable:
+            logger.warning("webhooks: the outbox can be read again")
+        self._unavailable = False
+        return claimed
 
-    def _send_loop(self) -> None:
-        while (delivery := self._queue.get()) is not None:
+    def _send_loop(self, lane: "_Lane") -> None:
+        while (delivery := lane.queue.get()) is not None:
             try:
                 self._deliver(delivery)
             except StoreUnavailable as ex:
@@ -147,7 +168,7 @@ class Deliverer:
                 logger.exception("webhooks: delivering %s failed", delivery.webhook_id)
             finally:
                 with self._lock:
-                    self._idle += 1
+                    lane.idle += 1
                 self._wake.set()
 
     def _deliver(self, delivery: Delivery) -> None:
@@ -220,6 +241,15 @@ class Deliverer:
         if 200 <= response.status < 300:
             return None
         return f"answered {response.status}"
+
+
+class _Lane:
+    """One subscriber's URL, the queue of its senders and how many of them are idle."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
+        self.idle = SENDERS
 
 
 def origin(url: str) -> str:

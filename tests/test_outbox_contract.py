@@ -3,6 +3,7 @@
 import sqlite3
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import orjson
@@ -55,9 +56,14 @@ def outbox(outboxes):
     return outboxes.open()
 
 
+def claim(outbox, now, lease_until, limit=1000):
+    """Claim for each URL in turn."""
+    return [d for url in URLS for d in outbox.claim(url, now, lease_until, limit)]
+
+
 def claim_all(outbox, now=None):
     now = time.time() if now is None else now
-    return outbox.claim(now, now + LATER, 1000)
+    return claim(outbox, now, now + LATER)
 
 
 def test_a_created_plant_is_an_event_for_each_url(outboxes, outbox):
@@ -114,40 +120,53 @@ def test_a_store_without_urls_writes_no_event(outboxes):
     silent = outboxes.open(urls=())
     silent.add(1, FERN)
     silent.delete(1)
-    assert outboxes.open().claim(time.time(), time.time() + LATER, 10) == []
+    assert claim_all(outboxes.open()) == []
     assert outboxes.announcements() == 0
 
 
 def test_a_claim_leases_its_deliveries_until_the_lease_runs_out(outbox):
     outbox.add(1, FERN)
     now = time.time()
-    claimed = outbox.claim(now, now + 30, 10)
+    claimed = claim(outbox, now, now + 30)
     assert len(claimed) == 2
-    assert outbox.claim(now, now + 30, 10) == []
-    assert outbox.claim(now + 29, now + 60, 10) == []
-    assert outbox.claim(now + 30, now + 60, 10) == claimed
+    assert claim(outbox, now, now + 30) == []
+    assert claim(outbox, now + 29, now + 60) == []
+    assert claim(outbox, now + 30, now + 60) == claimed
 
 
-def test_a_claim_takes_at_most_its_limit_in_id_order(outbox):
+def test_a_claim_takes_at_most_its_limit_of_its_url_in_id_order(outbox):
     for plant_id in range(3):
         outbox.add(plant_id, FERN)
     now = time.time()
-    first = outbox.claim(now, now + LATER, 4)
-    rest = outbox.claim(now, now + LATER, 4)
-    assert (len(first), len(rest)) == (4, 2)
+    first = outbox.claim(URLS[1], now, now + LATER, 2)
+    rest = outbox.claim(URLS[1], now, now + LATER, 2)
+    assert (len(first), len(rest)) == (2, 1)
+    assert outbox.claim(URLS[1], now, now + LATER, 2) == []
     ids = [delivery.id for delivery in first + rest]
     assert ids == sorted(ids)
+    assert {delivery.url for delivery in first + rest} == {URLS[1]}
     created = [orjson.loads(delivery.body)["data"]["id"] for delivery in first + rest]
-    assert created == [0, 0, 1, 1, 2, 2]
+    assert created == [0, 1, 2]
+    assert len(outbox.claim(URLS[0], now, now + LATER, 10)) == 3
+
+
+def test_the_earliest_due_are_claimed_first(outbox):
+    outbox.add(1, FERN)
+    outbox.add(2, FERN)
+    now = time.time()
+    first, second = outbox.claim(URLS[0], now, now + LATER, 10)
+    outbox.retry(first, now + 2)
+    outbox.retry(second, now + 1)
+    assert outbox.claim(URLS[0], now + 2, now + LATER, 1) == [replace(second, attempts=1)]
 
 
 def test_a_retry_counts_the_attempt_and_is_due_at_its_time(outbox):
     outbox.add(1, FERN)
     now = time.time()
-    delivery, _other = outbox.claim(now, now + LATER, 10)
+    delivery, _other = claim(outbox, now, now + LATER)
     outbox.retry(delivery, now + 5)
-    assert outbox.claim(now + 4.9, now + LATER, 10) == []
-    (again,) = outbox.claim(now + 5, now + LATER, 10)
+    assert claim(outbox, now + 4.9, now + LATER) == []
+    (again,) = claim(outbox, now + 5, now + LATER)
     assert again.id == delivery.id
     assert again.attempts == 1
     assert (again.webhook_id, again.body, again.url) == (
@@ -156,7 +175,7 @@ def test_a_retry_counts_the_attempt_and_is_due_at_its_time(outbox):
         delivery.url,
     )
     outbox.retry(again, now + 6)
-    assert outbox.claim(now + 6, now + LATER, 10)[0].attempts == 2
+    assert claim(outbox, now + 6, now + LATER)[0].attempts == 2
 
 
 def test_a_forgotten_delivery_is_gone_and_oldest_follows(outbox):
@@ -184,8 +203,8 @@ def test_claimers_at_once_never_share_a_delivery(outboxes, store_url):
     now = time.time()
 
     def claim_until_none(n: int) -> list[int]:
-        store, claimed = stores[n % len(stores)], []
-        while batch := store.claim(now, now + LATER, 3):
+        store, url, claimed = stores[n % len(stores)], URLS[n % 2], []
+        while batch := store.claim(url, now, now + LATER, 3):
             claimed += [delivery.id for delivery in batch]
         return claimed
 

@@ -278,9 +278,10 @@ def test_a_1_1_0_database_gets_its_outbox_and_keeps_its_plants(
     store = opener(["http://subscriber.example/hooks"])
     try:
         assert store.get(1) == OLD_PLANTS[1]
-        assert store.claim(time.time(), time.time() + 60, 10) == []
+        url = "http://subscriber.example/hooks"
+        assert store.claim(url, time.time(), time.time() + 60, 10) == []
         store.add(5, b'{"name":"ivy"}')
-        (delivery,) = store.claim(time.time(), time.time() + 60, 10)
+        (delivery,) = store.claim(url, time.time(), time.time() + 60, 10)
         assert orjson.loads(delivery.body)["data"] == {"id": 5, "name": "ivy"}
     finally:
         store.close()

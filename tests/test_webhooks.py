@@ -24,8 +24,9 @@ from standardwebhooks import Webhook
 from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.metrics import Metrics
+from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
-from plantstore.webhooks import Deliverer, backoff, origin
+from plantstore.webhooks import SENDERS, Deliverer, backoff, origin
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT
 from tests.webhook_receiver import SECRET, WebhookReceiver
@@ -69,6 +70,7 @@ class Running:
     def __init__(self, urls, timeout=2.0, give_up_after=3600.0) -> None:
         self.clock = Clock()
         self.wake = threading.Event()
+        self._urls = urls
         self.store = MemoryStore(urls, self.wake.set)
         self.metrics = Metrics(self.store, "memory", self.store)
         self._timeout, self._give_up_after = timeout, give_up_after
@@ -77,6 +79,7 @@ class Running:
     def start(self) -> Deliverer:
         deliverer = Deliverer(
             self.store,
+            self._urls,
             self.wake,
             Webhook(SECRET),
             self.metrics,
@@ -269,13 +272,13 @@ def test_a_slow_subscriber_holds_up_no_other(receiver):
         slow.hold()
         running = Running([slow.url, receiver.url], timeout=PATIENCE)
         try:
-            running.store.add(1, FERN)
-            running.store.add(2, FERN)
-            assert receiver.wait_for(lambda got: len(got) == 2, PATIENCE)
+            for plant_id in range(3 * SENDERS):
+                running.store.add(plant_id, FERN)
+            assert receiver.wait_for(lambda got: len(got) == 3 * SENDERS, PATIENCE)
             assert running.failed() == 0
-            assert slow.wait_for(lambda got: slow.attempts == 2, PATIENCE)
+            assert slow.wait_for(lambda got: slow.attempts == SENDERS, PATIENCE)
             slow.release()
-            assert slow.wait_for(lambda got: len(got) == 2, PATIENCE)
+            assert slow.wait_for(lambda got: len(got) == 3 * SENDERS, PATIENCE)
         finally:
             running.deliverer.stop()
     assert receiver.events().keys() == slow.events().keys()
@@ -435,3 +438,38 @@ def test_the_readmes_subscriber_verifies_each_event_and_refuses_a_forgery(at_exi
             subscriber.kill()
             reader.join()
     assert lines.empty()
+
+
+class FlakyStore(MemoryStore):
+    """A memory store whose outbox cannot be read while `down`."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.down = True
+        self.refused = 0
+
+    def claim(self, *args):
+        if self.down:
+            self.refused += 1
+            raise StoreUnavailable("PostgreSQL: connection refused")
+        return super().claim(*args)
+
+
+def test_an_outbox_out_of_reach_is_logged_once_and_its_return_too(receiver, caplog):
+    running = Running([receiver.url])
+    running.deliverer.stop()
+    running.store = FlakyStore([receiver.url], running.wake.set)
+    running.deliverer = running.start()
+    try:
+        for times in range(1, 4):
+            running.wake.set()
+            wait_until(lambda times=times: running.store.refused >= times)
+        running.store.down = False
+        running.store.add(1, FERN)
+        assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    finally:
+        running.deliverer.stop()
+    assert [record.getMessage() for record in caplog.records] == [
+        "webhooks: the outbox cannot be read now: PostgreSQL: connection refused",
+        "webhooks: the outbox can be read again",
+    ]

@@ -82,8 +82,11 @@ class Outbox(Protocol):
     both commit, or neither. Times are seconds since the epoch, as `time.time()` gives.
     """
 
-    def claim(self, now: float, lease_until: float, limit: int) -> list[Delivery]:
-        """Take up to `limit` deliveries due at `now`, in id order, for this caller alone.
+    def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
+        """Take up to `limit` deliveries to `url` due at `now`, for this caller alone.
+
+        The earliest due are taken first, and handed out in id order. One URL at a time, so
+        that a subscriber that fails or answers slowly holds up only its own deliveries.
 
         They are not due again before `lease_until`: a caller that dies with them leaves them
         to whoever claims after that. Of concurrent callers, in this process or others on the

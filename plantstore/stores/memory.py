@@ -21,8 +21,9 @@ class MemoryStore:
     are ints and bytes, which the garbage collector does not track, so millions of plants add
     little to collection pauses.
 
-    With webhook URLs it keeps its outbox in the same way: `_deliveries` by id, and
-    `_due` ordered by the time each is due, so a claim costs O(log n) however many wait.
+    With webhook URLs it keeps its outbox in the same way: `_deliveries` by id, and for
+    each URL `_due`, its deliveries' ids ordered by the time each is due, so a claim costs
+    O(log n) however many wait.
     """
 
     def __init__(
@@ -34,7 +35,9 @@ class MemoryStore:
         self._webhook_urls = tuple(webhook_urls)
         self._on_event = on_event
         self._deliveries: dict[int, tuple[float, Delivery]] = {}
-        self._due: SortedList[tuple[float, int]] = SortedList()
+        self._due: dict[str, SortedList[tuple[float, int]]] = {
+            url: SortedList() for url in self._webhook_urls
+        }
         self._next_id = itertools.count(1)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
@@ -85,11 +88,11 @@ class MemoryStore:
     def close(self) -> None:
         """Nothing to let go of: the plants go with the process."""
 
-    def claim(self, now: float, lease_until: float, limit: int) -> list[Delivery]:
+    def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         with self._lock:
-            due = list(islice(self._due.irange(maximum=(now, float("inf"))), limit))
-            for key in due:
-                self._reschedule(key[1], lease_until)
+            due = list(islice(self._due[url].irange(maximum=(now, float("inf"))), limit))
+            for _, n in due:
+                self._reschedule(n, lease_until)
             return sorted((self._deliveries[n][1] for _, n in due), key=lambda d: d.id)
 
     def retry(self, delivery: Delivery, at: float) -> None:
@@ -101,7 +104,7 @@ class MemoryStore:
         with self._lock:
             found = self._deliveries.pop(delivery.id, None)
             if found is not None:
-                self._due.remove((found[0], delivery.id))
+                self._due[delivery.url].remove((found[0], delivery.id))
 
     def oldest(self) -> float | None:
         with self._lock:
@@ -115,15 +118,15 @@ class MemoryStore:
             n = next(self._next_id)
             delivery = Delivery(n, event.webhook_id, url, event.body, event.created_at, 0)
             self._deliveries[n] = (event.created_at, delivery)
-            self._due.add((event.created_at, n))
+            self._due[url].add((event.created_at, n))
 
     def _reschedule(self, n: int, at: float, attempts: int = 0) -> None:
         due, delivery = self._deliveries[n]
-        self._due.remove((due, n))
+        self._due[delivery.url].remove((due, n))
         if attempts:
             delivery = replace(delivery, attempts=delivery.attempts + attempts)
         self._deliveries[n] = (at, delivery)
-        self._due.add((at, n))
+        self._due[delivery.url].add((at, n))
 
     def _notify(self) -> None:
         if self._on_event is not None:

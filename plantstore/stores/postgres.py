@@ -12,7 +12,7 @@ from psycopg_pool import ConnectionPool
 from plantstore.events import Event, plant_created, plant_deleted
 from plantstore.stores import Delivery, StoreUnavailable
 from plantstore.stores.sql import (
-    DELIVERY_COLUMNS,
+    claim_statement,
     deliveries,
     outbox_rows,
     outbox_statements,
@@ -87,18 +87,15 @@ def _create_outbox(connection: psycopg.Connection) -> None:
         "created_at double precision NOT NULL, next_attempt_at double precision NOT NULL, "
         "attempts integer NOT NULL DEFAULT 0)"
     )
-    connection.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at, id)")
+    connection.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (url, next_attempt_at, id)")
 
 
 #: The schema, step by step; the one row of `plantstore_schema` counts the steps taken.
 _STEPS = (_create_plants, _index_tags, _create_outbox)
 _OUTBOX = outbox_statements("%s")
-#: Leases what is due, skipping rows another claim has locked and not yet committed.
-_CLAIM = (
-    "UPDATE outbox SET next_attempt_at = %s WHERE id IN (SELECT id FROM outbox "
-    "WHERE next_attempt_at <= %s ORDER BY next_attempt_at, id LIMIT %s FOR UPDATE SKIP LOCKED) "
-    f"RETURNING {DELIVERY_COLUMNS}"
-)
+#: Leases what is due, skipping rows another claim has locked and not yet committed: without
+#: SKIP LOCKED, a claim waiting on one would lease the rows the other just leased.
+_CLAIM = claim_statement("%s", " FOR UPDATE SKIP LOCKED")
 
 
 def _version(connection: psycopg.Connection) -> int:
@@ -231,10 +228,10 @@ class PostgresStore:
         """
         self._on_a_connection(_write_nothing, wait=READY_WAIT_SECONDS)
 
-    def claim(self, now: float, lease_until: float, limit: int) -> list[Delivery]:
+    def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         return self._on_a_connection(
             lambda connection: deliveries(
-                connection.execute(_CLAIM, (lease_until, now, limit)).fetchall()
+                connection.execute(_CLAIM, (lease_until, url, now, limit)).fetchall()
             )
         )
 

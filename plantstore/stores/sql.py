@@ -65,7 +65,8 @@ def outbox_statements(marker: str) -> dict[str, str]:
     """The outbox's statements, binding with `marker`.
 
     `next_attempt_at` is when a delivery may next be claimed: when a retry is due, or when the
-    lease of a claim runs out. One column serves both, so one index finds what is due.
+    lease of a claim runs out. One column serves both, so one index (`outbox_due`: url, then
+    that time) finds what is due to a URL.
     """
     return {
         "record": "INSERT INTO outbox (webhook_id, url, body, created_at, next_attempt_at) "
@@ -80,6 +81,19 @@ def outbox_statements(marker: str) -> dict[str, str]:
 def outbox_rows(event: Event, urls: Sequence[str]) -> list[tuple]:
     """The rows of the `record` statement: a delivery of `event` to each URL, due now."""
     return [(event.webhook_id, url, event.body, event.created_at, event.created_at) for url in urls]
+
+
+def claim_statement(marker: str, skip_locked: str = "") -> str:
+    """Lease what is due to a URL: (lease_until, url, now, limit), giving `DELIVERY_COLUMNS`.
+
+    One statement, so one transaction: the rows it picks are leased before anyone else looks.
+    """
+    return (
+        f"UPDATE outbox SET next_attempt_at = {marker} WHERE id IN (SELECT id FROM outbox "
+        f"WHERE url = {marker} AND next_attempt_at <= {marker} "
+        f"ORDER BY next_attempt_at, id LIMIT {marker}{skip_locked}) "
+        f"RETURNING {DELIVERY_COLUMNS}"
+    )
 
 
 def deliveries(rows: Sequence[tuple]) -> list[Delivery]:

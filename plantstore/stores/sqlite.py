@@ -12,7 +12,7 @@ from urllib.parse import quote
 from plantstore.events import Event, plant_created, plant_deleted
 from plantstore.stores import Delivery, StoreUnavailable
 from plantstore.stores.sql import (
-    DELIVERY_COLUMNS,
+    claim_statement,
     deliveries,
     outbox_rows,
     outbox_statements,
@@ -82,12 +82,13 @@ def _create_outbox(connection: sqlite3.Connection) -> None:
         "url TEXT NOT NULL, body BLOB NOT NULL, created_at REAL NOT NULL, "
         "next_attempt_at REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0)"
     )
-    connection.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_attempt_at, id)")
+    connection.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (url, next_attempt_at, id)")
 
 
 #: The schema, step by step; `PRAGMA user_version` counts the steps a database has taken.
 _STEPS = (_create_plants, _index_tags, _create_outbox)
 _OUTBOX = outbox_statements("?")
+_CLAIM = claim_statement("?")
 
 
 def _make_nothing(make: Callable[..., Event], *args: object) -> None:
@@ -214,15 +215,10 @@ class SqliteStore:
             finally:
                 connection.close()
 
-    def claim(self, now: float, lease_until: float, limit: int) -> list[Delivery]:
+    def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         """Lease what is due in one statement, which is one transaction under the write lock."""
         with self._served():
-            rows = self._connection().execute(
-                "UPDATE outbox SET next_attempt_at = ? WHERE id IN (SELECT id FROM outbox "
-                "WHERE next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?) "
-                f"RETURNING {DELIVERY_COLUMNS}",
-                (lease_until, now, limit),
-            )
+            rows = self._connection().execute(_CLAIM, (lease_until, url, now, limit))
             return deliveries(rows.fetchall())
 
     def retry(self, delivery: Delivery, at: float) -> None:
