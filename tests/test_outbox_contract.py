@@ -230,3 +230,20 @@ def test_a_plant_and_its_event_commit_together_or_not_at_all(outboxes, store_url
     assert store.get(2) is None
     assert store.get(1) == FERN
     assert outboxes.announcements() == 1
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+def test_an_event_is_for_the_urls_listed_when_it_was_made(outboxes):
+    """A URL added later gets the events made from then on; a URL dropped keeps its own."""
+    before = outboxes.open(urls=URLS[:1])
+    before.add(1, FERN)
+    after = outboxes.open(urls=URLS[1:])
+    after.add(2, FERN)
+    made = before.oldest()
+    assert after.oldest() == made
+    now = time.time()
+    (first,) = after.claim(URLS[0], now, now + LATER, 10)
+    (second,) = after.claim(URLS[1], now, now + LATER, 10)
+    assert orjson.loads(first.body)["data"]["id"] == 1
+    assert orjson.loads(second.body)["data"]["id"] == 2
+    assert first.created_at == made
