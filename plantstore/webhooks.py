@@ -83,9 +83,12 @@ class Deliverer:
         self._give_up_after = give_up_after
         self._clock = clock
         self._jitter = jitter
-        # Keep-alive per subscriber's host, a connection for each sender.
-        self._http = urllib3.PoolManager(maxsize=SENDERS)
         self._lanes = [_Lane(url) for url in urls]
+        # Keep-alive per subscriber's host, a connection for each sender: URLs on one host
+        # share its pool, which then holds one for each of their senders.
+        self._http = urllib3.PoolManager(
+            num_pools=max(10, len(urls)), maxsize=SENDERS * max(1, len(urls))
+        )
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._unavailable = False
@@ -115,10 +118,13 @@ class Deliverer:
         """
         self._stopping.set()
         self._wake.set()
+        claimer, *senders = self._threads
+        # Its last claim, if it was making one, is queued before the senders are told to end.
+        claimer.join()
         for lane in self._lanes:
             for _ in range(SENDERS):
                 lane.queue.put(None)
-        for thread in self._threads:
+        for thread in senders:
             thread.join()
         self._http.clear()
 

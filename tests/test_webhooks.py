@@ -473,3 +473,19 @@ def test_an_outbox_out_of_reach_is_logged_once_and_its_return_too(receiver, capl
         "webhooks: the outbox cannot be read now: PostgreSQL: connection refused",
         "webhooks: the outbox can be read again",
     ]
+
+
+def test_urls_on_one_host_keep_a_connection_for_each_sender(receiver, caplog):
+    """Else urllib3 would warn that its pool is full, and drop connections it could keep."""
+    running = Running([receiver.url, f"{receiver.url}?list=2"])
+    try:
+        receiver.hold()
+        for plant_id in range(SENDERS):
+            running.store.add(plant_id, FERN)
+        assert receiver.wait_for(lambda got: receiver.attempts == 2 * SENDERS, PATIENCE)
+        receiver.release()
+        assert receiver.wait_for(lambda got: len(got) == 2 * SENDERS, PATIENCE)
+        wait_until(lambda: running.store.oldest() is None)
+    finally:
+        running.deliverer.stop()
+    assert caplog.records == []
