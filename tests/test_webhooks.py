@@ -29,6 +29,7 @@ from plantstore.stores.memory import MemoryStore
 from plantstore.webhooks import SENDERS, Deliverer, backoff, origin
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT
+from tests.test_metrics import scrape_server, sqlite_workers
 from tests.webhook_receiver import SECRET, WebhookReceiver
 
 FERN = b'{"name":"fern","tag":"green"}'
@@ -489,3 +490,29 @@ def test_urls_on_one_host_keep_a_connection_for_each_sender(receiver, caplog):
     finally:
         running.deliverer.stop()
     assert caplog.records == []
+
+
+def test_under_gunicorn_the_webhook_metrics_count_every_worker(tmp_path, receiver):
+    """Two workers share a SQLite outbox; a scrape, whichever answers it, counts both."""
+    server, _ = sqlite_workers(
+        tmp_path,
+        2,
+        PLANTSTORE_WEBHOOK_URLS=receiver.url,
+        PLANTSTORE_WEBHOOK_SECRET=SECRET,
+    )
+    plants = 12
+    try:
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        for n in range(plants):
+            body = orjson.dumps({"id": n, "name": "fern"})
+            assert server.request("POST", "/plants", body, headers=headers)[0] == 200
+        assert receiver.wait_for(lambda got: len(got) == plants, PATIENCE)
+        wait_until(
+            lambda: scrape_server(server)[("plantstore_webhook_events_sent_total",)] == plants
+        )
+        samples = scrape_server(server)
+        assert samples[("plantstore_webhook_oldest_pending_seconds",)] == 0
+        assert samples[("plantstore_webhook_events_failed_total",)] == 0
+    finally:
+        server.stop()
+    assert len(receiver.events()) == plants
