@@ -8,12 +8,15 @@ leaves the outbox only once a subscriber answered 2xx, or it was given up.
 """
 
 import logging
+import os
 import queue
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from urllib.parse import urlsplit
 
 import urllib3
@@ -83,15 +86,20 @@ class Deliverer:
         self._give_up_after = give_up_after
         self._clock = clock
         self._jitter = jitter
-        self._lanes = [_Lane(url) for url in urls]
+        self._urls = tuple(urls)
+        self._stopping = threading.Event()
+        self._unavailable = False
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Make the lanes, the connection pools and the threads, ready to start."""
+        self._lanes = [_Lane(url) for url in self._urls]
+        self._lock = threading.Lock()
         # Keep-alive per subscriber's host, a connection for each sender: URLs on one host
         # share its pool, which then holds one for each of their senders.
         self._http = urllib3.PoolManager(
-            num_pools=max(10, len(urls)), maxsize=SENDERS * max(1, len(urls))
+            num_pools=max(10, len(self._urls)), maxsize=SENDERS * max(1, len(self._urls))
         )
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._unavailable = False
         # Daemon threads: a process that exits without `stop` (SIGKILL aside) must not hang
         # on them; what they had claimed is due again when its lease runs out.
         self._threads = [
@@ -108,6 +116,17 @@ class Deliverer:
         ]
 
     def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+        # Threads do not cross a fork: a process forked from this one (a gunicorn worker,
+        # when the app is preloaded in the master) starts a deliverer of its own.
+        os.register_at_fork(after_in_child=partial(_start_again, weakref.ref(self)))
+
+    def _start_again(self) -> None:
+        """In a forked child: start afresh, unless stopped. The parent's claims are its own."""
+        if self._stopping.is_set():
+            return
+        self._prepare()
         for thread in self._threads:
             thread.start()
 
@@ -247,6 +266,13 @@ class Deliverer:
         if 200 <= response.status < 300:
             return None
         return f"answered {response.status}"
+
+
+def _start_again(deliverer: "weakref.ref[Deliverer]") -> None:
+    """Start the deliverer again in a forked child, if it still exists."""
+    alive = deliverer()
+    if alive is not None:
+        alive._start_again()
 
 
 class _Lane:

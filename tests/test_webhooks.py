@@ -28,7 +28,7 @@ from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
 from plantstore.webhooks import SENDERS, Deliverer, backoff, origin
 from tests.conftest import TOKEN
-from tests.gunicorn_server import ROOT
+from tests.gunicorn_server import ROOT, GunicornServer, server_environ
 from tests.test_metrics import scrape_server, sqlite_workers
 from tests.webhook_receiver import SECRET, WebhookReceiver
 
@@ -516,3 +516,25 @@ def test_under_gunicorn_the_webhook_metrics_count_every_worker(tmp_path, receive
     finally:
         server.stop()
     assert len(receiver.events()) == plants
+
+
+def test_a_worker_forked_from_a_preloaded_app_sends_its_events(tmp_path, receiver):
+    """With --preload (as the benchmark runs), the app and its deliverer start in the master,
+    whose threads the worker does not inherit: the worker starts a deliverer of its own.
+    """
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN,
+            PLANTSTORE_WEBHOOK_URLS=receiver.url,
+            PLANTSTORE_WEBHOOK_SECRET=SECRET,
+            TMPDIR=str(tmp_path),
+        ),
+        "--preload",
+    )
+    try:
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        body = orjson.dumps({"id": 1, "name": "fern"})
+        assert server.request("POST", "/plants", body, headers=headers)[0] == 200
+        assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    finally:
+        server.stop()
