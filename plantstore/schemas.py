@@ -140,7 +140,7 @@ class _EventSchema(Schema):
 
     timestamp = fields.DateTime(
         required=True,
-        metadata={"description": "When the change was committed, in UTC (ISO 8601, with Z)."},
+        metadata={"description": "When the change was made, in UTC (ISO 8601, with Z)."},
     )
 
 
