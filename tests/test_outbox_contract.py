@@ -247,3 +247,10 @@ def test_an_event_is_for_the_urls_listed_when_it_was_made(outboxes):
     assert orjson.loads(first.body)["data"]["id"] == 1
     assert orjson.loads(second.body)["data"]["id"] == 2
     assert first.created_at == made
+
+
+def test_no_delivery_is_due_to_a_url_never_listed(outbox):
+    outbox.add(1, FERN)
+    now = time.time()
+    assert outbox.claim("http://other.example/", now, now + LATER, 10) == []
+    assert len(claim_all(outbox)) == 2

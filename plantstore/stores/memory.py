@@ -1,10 +1,9 @@
 """A store in memory: fast, and gone with the process, its undelivered events with it."""
 
-import itertools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from itertools import islice
+from itertools import count, islice
 
 import orjson
 from sortedcontainers import SortedDict, SortedList
@@ -38,7 +37,7 @@ class MemoryStore:
         self._due: dict[str, SortedList[tuple[float, int]]] = {
             url: SortedList() for url in self._webhook_urls
         }
-        self._next_id = itertools.count(1)
+        self._next_id = count(1)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
         # Keep a right-sized copy: bytes made by orjson hold on to its whole 4 KiB buffer.
@@ -90,6 +89,8 @@ class MemoryStore:
 
     def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         with self._lock:
+            if url not in self._due:
+                return []
             due = list(islice(self._due[url].irange(maximum=(now, float("inf"))), limit))
             for _, n in due:
                 self._reschedule(n, lease_until)
