@@ -106,6 +106,12 @@ def test_the_page_shows_the_title_and_every_operation_from_the_service_alone(
         for path, operations in document["paths"].items()
         for method, operation in operations.items()
     }
+    # The events the service sends, each shown under its name in a section of its own.
+    expected |= {
+        f"operations-webhooks-{name}": (method.upper(), name)
+        for name, operations in document["webhooks"].items()
+        for method in operations
+    }
     shown_operations = {
         block.get_attribute("id"): (
             block.find_element(By.CSS_SELECTOR, ".opblock-summary-method").text,
