@@ -10,7 +10,7 @@ import binascii
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -253,7 +253,8 @@ class Config:
     metrics_public: bool = False
     #: Where events are sent; none, the default, sends none and runs no delivery thread.
     webhook_urls: tuple[str, ...] = ()
-    webhook_secret: str | None = None
+    #: Left out of the repr, so that a config in a log or a traceback does not show it.
+    webhook_secret: str | None = field(default=None, repr=False)
     webhook_timeout: int = DEFAULT_WEBHOOK_TIMEOUT
     webhook_give_up_after: int = DEFAULT_WEBHOOK_GIVE_UP_AFTER
 

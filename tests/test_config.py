@@ -234,3 +234,15 @@ def test_a_malformed_webhook_secret_is_refused_and_not_echoed(secret):
         "PLANTSTORE_WEBHOOK_SECRET must be whsec_ followed by a non-empty base64 key "
         "(the Standard Webhooks form)"
     )
+
+
+def test_the_webhook_secret_is_not_in_the_configs_repr():
+    config = Config.from_env(
+        {
+            "PLANTSTORE_TOKENS": "a",
+            "PLANTSTORE_WEBHOOK_URLS": "http://a.example",
+            "PLANTSTORE_WEBHOOK_SECRET": SECRET,
+        }
+    )
+    assert config.webhook_secret == SECRET
+    assert SECRET.removeprefix("whsec_") not in repr(config)
