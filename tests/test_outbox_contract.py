@@ -3,7 +3,6 @@
 import sqlite3
 import threading
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import orjson
@@ -157,7 +156,7 @@ def test_the_earliest_due_are_claimed_first(outbox):
     first, second = outbox.claim(URLS[0], now, now + LATER, 10)
     outbox.retry(first, now + 2)
     outbox.retry(second, now + 1)
-    assert outbox.claim(URLS[0], now + 2, now + LATER, 1) == [replace(second, attempts=1)]
+    assert outbox.claim(URLS[0], now + 2, now + LATER, 1) == [second._replace(attempts=1)]
 
 
 def test_a_retry_counts_the_attempt_and_is_due_at_its_time(outbox):

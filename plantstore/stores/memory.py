@@ -2,7 +2,6 @@
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from itertools import count, islice
 
 import orjson
@@ -125,7 +124,7 @@ class MemoryStore:
         due, delivery = self._deliveries[n]
         self._due[delivery.url].remove((due, n))
         if attempts:
-            delivery = replace(delivery, attempts=delivery.attempts + attempts)
+            delivery = delivery._replace(attempts=delivery.attempts + attempts)
         self._deliveries[n] = (at, delivery)
         self._due[delivery.url].add((at, n))
 
