@@ -166,13 +166,22 @@ class Deliverer:
                 self._wake.wait(POLL_SECONDS)
 
     def _claim(self, url: str, limit: int) -> list[Delivery]:
-        """Claim what is due; while the store cannot serve, nothing (said once in the log)."""
+        """Claim what is due; while the store cannot serve, nothing (said once in the log).
+
+        Any other failure is said once too, with its traceback, and the thread goes on: it
+        is the only one that claims, and its end would end every delivery of the worker.
+        """
         now = self._clock()
         try:
             claimed = self._outbox.claim(url, now, now + self._lease, limit)
         except StoreUnavailable as ex:
             if not self._unavailable:
                 logger.warning("webhooks: the outbox cannot be read now: %s", ex)
+            self._unavailable = True
+            return []
+        except Exception:
+            if not self._unavailable:
+                logger.exception("webhooks: the outbox cannot be read")
             self._unavailable = True
             return []
         if self._unavailable:

@@ -9,6 +9,7 @@ import logging
 import queue
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -442,25 +443,49 @@ def test_the_readmes_subscriber_verifies_each_event_and_refuses_a_forgery(at_exi
 
 
 class FlakyStore(MemoryStore):
-    """A memory store whose outbox cannot be read while `down`."""
+    """A memory store whose outbox cannot be read while `down`: it raises `failure`."""
 
-    def __init__(self, *args) -> None:
+    def __init__(self, failure: Exception, *args) -> None:
         super().__init__(*args)
+        self.failure = failure
         self.down = True
         self.refused = 0
 
     def claim(self, *args):
         if self.down:
             self.refused += 1
-            raise StoreUnavailable("PostgreSQL: connection refused")
+            raise self.failure
         return super().claim(*args)
+
+
+def flaky(running: Running, failure: Exception, url: str) -> None:
+    """Run the deliverer on a flaky store instead."""
+    running.deliverer.stop()
+    running.store = FlakyStore(failure, [url], running.wake.set)
+    running.deliverer = running.start()
+
+
+def test_an_unexpected_failure_to_claim_is_logged_once_and_delivery_goes_on(receiver, caplog):
+    running = Running([receiver.url])
+    flaky(running, sqlite3.DatabaseError("database disk image is malformed"), receiver.url)
+    try:
+        for times in range(1, 3):
+            running.wake.set()
+            wait_until(lambda times=times: running.store.refused >= times)
+        running.store.down = False
+        running.store.add(1, FERN)
+        assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    finally:
+        running.deliverer.stop()
+    first, back = caplog.records
+    assert first.getMessage() == "webhooks: the outbox cannot be read"
+    assert "database disk image is malformed" in caplog.text
+    assert back.getMessage() == "webhooks: the outbox can be read again"
 
 
 def test_an_outbox_out_of_reach_is_logged_once_and_its_return_too(receiver, caplog):
     running = Running([receiver.url])
-    running.deliverer.stop()
-    running.store = FlakyStore([receiver.url], running.wake.set)
-    running.deliverer = running.start()
+    flaky(running, StoreUnavailable("PostgreSQL: connection refused"), receiver.url)
     try:
         for times in range(1, 4):
             running.wake.set()
