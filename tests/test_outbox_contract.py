@@ -9,7 +9,8 @@ import orjson
 import psycopg
 import pytest
 
-from plantstore.stores import StoreUnavailable, open_store
+from plantstore.stores import StoreUnavailable, open_store, postgres
+from plantstore.stores.postgres import PostgresStore
 from tests.concurrency import at_once
 
 URLS = ("http://a.example/hooks", "https://user:pw@b.example/in?key=1")
@@ -253,3 +254,19 @@ def test_no_delivery_is_due_to_a_url_never_listed(outbox):
     now = time.time()
     assert outbox.claim("http://other.example/", now, now + LATER, 10) == []
     assert len(claim_all(outbox)) == 2
+
+
+def test_postgresql_repeating_an_add_whose_commit_went_through_writes_no_second_event(
+    postgres_url,
+):
+    """`PostgresStore._on_a_connection` repeats its work when the server dropped the
+    connection, which may be after the commit, its answer lost: the repeat finds the plant.
+    """
+    PostgresStore(postgres_url).close()
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        assert postgres._add(connection, 1, FERN, URLS) == (True, FERN)
+        assert postgres._add(connection, 1, FERN, URLS) == (False, FERN)
+        assert postgres._delete(connection, 1, URLS) is True
+        assert postgres._delete(connection, 1, URLS) is False
+        events = connection.execute("SELECT DISTINCT webhook_id FROM outbox").fetchall()
+    assert len(events) == 2
