@@ -6,7 +6,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from urllib.parse import quote
 
 from plantstore.events import Event, plant_created, plant_deleted
@@ -93,6 +93,9 @@ _CLAIM = claim_statement("?")
 
 def _make_nothing(make: Callable[..., Event], *args: object) -> None:
     """Record no event: the store has no webhook URLs."""
+
+
+_NO_EVENTS = nullcontext(_make_nothing)
 
 
 class SqliteStore:
@@ -260,17 +263,21 @@ class SqliteStore:
             if steps:
                 connection.execute(f"PRAGMA user_version = {len(_STEPS)}")
 
-    @contextmanager
-    def _change(self, connection: sqlite3.Connection) -> Iterator[Callable[..., None]]:
+    def _change(
+        self, connection: sqlite3.Connection
+    ) -> AbstractContextManager[Callable[..., None]]:
         """Make a change and the events it records one transaction, when there are URLs.
 
-        Yields `record(make, *args)`, which records the event `make(*args)` makes;
-        `on_event` hears of it after the commit. Without URLs no event is made and the change
-        is a statement of its own, as cheap as before webhooks.
+        Gives `record(make, *args)`, which records the event `make(*args)` makes; `on_event`
+        hears of it after the commit. Without URLs no event is made and the change is a
+        statement of its own, as before webhooks, at the cost of a `nullcontext`.
         """
         if not self._webhook_urls:
-            yield _make_nothing
-            return
+            return _NO_EVENTS
+        return self._transaction(connection)
+
+    @contextmanager
+    def _transaction(self, connection: sqlite3.Connection) -> Iterator[Callable[..., None]]:
         recorded: list[Event] = []
         connection.execute("BEGIN IMMEDIATE")
         with connection:
