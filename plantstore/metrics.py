@@ -66,7 +66,7 @@ _BOUNDS = (*_LATENCY_BUCKETS, float("inf"))
 disable_created_metrics()
 
 
-#: The metrics counted per request: name and help, in either mode.
+#: The metrics derived from the answers, name and help: the same series in either mode.
 _REQUESTS = (
     "plantstore_http_requests",
     "Requests answered by the app, by route template, method and status.",
@@ -74,10 +74,6 @@ _REQUESTS = (
 _LATENCY = (
     "plantstore_http_request_duration_seconds",
     "Time from the app's first middleware to its answer, by route template.",
-)
-_IN_FLIGHT = (
-    "plantstore_http_requests_in_flight",
-    "Requests the app is answering now, in all workers.",
 )
 _PLANTS_CREATED = (
     "plantstore_plants_created",
@@ -88,6 +84,16 @@ _UNAVAILABLE = (
     "plantstore_store_unavailable",
     "Answers 503 because the store could not serve, by route template.",
 )
+_IN_FLIGHT = (
+    "plantstore_http_requests_in_flight",
+    "Requests the app is answering now, in all workers.",
+)
+
+#: What a worker keeps in its files in multiprocess mode, never exposed as such: the timed
+#: answers' latencies by (route, method, status), and the answers that were not timed.
+_STORED_ANSWERS = "plantstore_answers"
+_STORED_UNTIMED = "plantstore_untimed_answers"
+_ANSWER_LABELS = ("route", "method", "status")
 
 
 class Metrics:
@@ -126,8 +132,57 @@ class Metrics:
         if not _MULTIPROCESS:
             return generate_latest(self._registry)
         registry = CollectorRegistry()
-        MultiProcessCollector(registry)
+        registry.register(_EveryWorker())
         return generate_latest(registry)
+
+
+#: A row of the answers of one (route, method, status): a count per latency bucket (+Inf
+#: last), the latencies' sum, and the answers that were not timed: Falcon refuses a few
+#: methods before any middleware's process_request, but still calls process_response, so
+#: such a request was never in flight, and has no latency.
+_SUM = len(_BOUNDS)
+_UNTIMED = _SUM + 1
+
+
+def _new_row() -> list:
+    return [0] * (_UNTIMED + 1)
+
+
+def _add_row(total: list, row: list) -> None:
+    for index, value in enumerate(row):
+        total[index] += value
+
+
+def _answers(row: list | None) -> float:
+    """How many answers a row counts, timed or not."""
+    return 0 if row is None else sum(row[:_SUM]) + row[_UNTIMED]
+
+
+def _answer_metrics(rows: dict[tuple, list]):
+    """The metrics of the answers, from their rows by (route, method, status).
+
+    Requests, latency, plants created and deleted, and 503s are all counts of answers: kept
+    once, as one row per kind of answer, and told apart only here, at the scrape.
+    """
+    requests = CounterMetricFamily(*_REQUESTS, labels=_ANSWER_LABELS)
+    latency = HistogramMetricFamily(*_LATENCY, labels=("route",))
+    unavailable = CounterMetricFamily(*_UNAVAILABLE, labels=("route",))
+    by_route: dict[str, list] = {}
+    for labels, row in rows.items():
+        route, _, status = labels
+        requests.add_metric(labels, _answers(row))
+        _add_row(by_route.setdefault(route, _new_row()), row)
+        if status == _STORE_UNAVAILABLE:
+            unavailable.add_metric((route,), _answers(row))
+    for route, row in by_route.items():
+        counts = accumulate(row[:_SUM])
+        buckets = [(floatToGoString(bound), n) for bound, n in zip(_BOUNDS, counts, strict=True)]
+        latency.add_metric((route,), buckets, row[_SUM])
+    yield requests
+    yield latency
+    yield CounterMetricFamily(*_PLANTS_CREATED, value=_answers(rows.get(_CREATED)))
+    yield CounterMetricFamily(*_PLANTS_DELETED, value=_answers(rows.get(_DELETED)))
+    yield unavailable
 
 
 def _labels(key: tuple) -> tuple[str, str, str]:
@@ -136,26 +191,39 @@ def _labels(key: tuple) -> tuple[str, str, str]:
     return template or UNMATCHED, method, str(falcon.http_status_to_code(status))
 
 
-class RequestMetrics:
-    """Count, time and track every request in prometheus_client's values: multiprocess mode.
+def _answer_key(req, resp) -> tuple:
+    """What the middleware keys an answer by: bounded, and cheap to make."""
+    return req.uri_template, _METHODS.get(req.method, OTHER_METHOD), resp.status
 
-    The first middleware, so it sees all. Each update is written to this worker's files at
-    once, so a scrape answered by any worker sees every request answered before it, a worker's
-    killed since included (what Prometheus' test checks). That costs: four to five updates a
-    request, each taking a lock and writing to a memory-mapped file. It runs twice per
-    request, so it does little else: the updates of each (route, method, status) are looked
-    up once and kept, and no label is checked again.
+
+class RequestMetrics:
+    """Count, time and track every request in prometheus_client's files: multiprocess mode.
+
+    The first middleware, so it sees all. Each request is written to this worker's files as
+    it is answered, so a scrape answered by any worker sees every request answered before it,
+    those of a worker killed since included (what Prometheus' test checks). That costs a lock
+    and a write to a memory-mapped file per update, so a request makes the fewest that tell
+    everything: in flight, up and down, and one histogram by (route, method, status), whose
+    buckets and sum are two updates. The requests, the latency by route, plants created and
+    deleted and the 503s are all derived from it at the scrape (`_EveryWorker`). It runs
+    twice per request, so it does little else: the updates of each kind of answer are looked
+    up once and kept.
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter(*_REQUESTS, ("route", "method", "status"), registry=registry)
-        self.latency = Histogram(*_LATENCY, ("route",), buckets=_LATENCY_BUCKETS, registry=registry)
-        self.in_flight = Gauge(*_IN_FLIGHT, multiprocess_mode="livesum", registry=registry)
-        self.created = Counter(*_PLANTS_CREATED, registry=registry)
-        self.deleted = Counter(*_PLANTS_DELETED, registry=registry)
-        self.unavailable = Counter(*_UNAVAILABLE, ("route",), registry=registry)
-        self._in_flight_inc = self.in_flight.inc
-        self._in_flight_dec = self.in_flight.dec
+        self._stored = Histogram(
+            _STORED_ANSWERS,
+            "Timed answers.",
+            _ANSWER_LABELS,
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self._untimed = Counter(
+            _STORED_UNTIMED, "Untimed answers.", _ANSWER_LABELS, registry=registry
+        )
+        in_flight = Gauge(*_IN_FLIGHT, multiprocess_mode="livesum", registry=registry)
+        self._in_flight_inc = in_flight.inc
+        self._in_flight_dec = in_flight.dec
         self._children: dict[tuple, tuple] = {}
 
     def process_request(self, req, resp):
@@ -163,37 +231,63 @@ class RequestMetrics:
         self._in_flight_inc()
 
     def process_response(self, req, resp, resource, req_succeeded):
-        # Falcon refuses a few methods before any middleware's process_request, but still calls
-        # process_response: such a request was never in flight.
         start = getattr(req.context, "metrics_start", None)
-        key = (req.uri_template, _METHODS.get(req.method, OTHER_METHOD), resp.status)
+        key = _answer_key(req, resp)
         children = self._children.get(key) or self._add_children(key)
-        if start is not None:
-            children[1](time.perf_counter() - start)
+        if start is None:
+            children[1]()
+        else:
+            children[0](time.perf_counter() - start)
             self._in_flight_dec()
-        children[0]()
-        if children[2] is not None:
-            children[2]()
 
     def _add_children(self, key: tuple) -> tuple:
-        """The bound methods that count an answer of this kind: requests, latency, and more."""
-        labels = route, _, status = _labels(key)
-        also = None
-        if labels == _CREATED:
-            also = self.created.inc
-        elif labels == _DELETED:
-            also = self.deleted.inc
-        elif status == _STORE_UNAVAILABLE:
-            also = self.unavailable.labels(route).inc
-        children = (self.requests.labels(*labels).inc, self.latency.labels(route).observe, also)
+        """The bound methods that count an answer of this kind: timed, and not."""
+        labels = _labels(key)
+        children = self._stored.labels(*labels).observe, self._untimed.labels(*labels).inc
         self._children[key] = children
         return children
 
 
-#: A tally's row of one kind of answer: a count per latency bucket (+Inf last), the latencies'
-#: sum, and the answers that were not timed (never in flight: see `RequestMetrics`).
-_SUM = len(_LATENCY_BUCKETS) + 1
-_UNTIMED = _SUM + 1
+class _EveryWorker:
+    """What a scrape gives in multiprocess mode: every worker's files, answers derived."""
+
+    def collect(self):
+        rows: dict[tuple, list] = {}
+        for family in MultiProcessCollector(None).collect():
+            if family.name == _STORED_ANSWERS:
+                _add_histogram(rows, family.samples)
+            elif family.name == _STORED_UNTIMED:
+                for sample in family.samples:
+                    if sample.name.endswith("_total"):
+                        row = rows.setdefault(_sample_labels(sample), _new_row())
+                        row[_UNTIMED] += sample.value
+            else:
+                yield family
+        yield from _answer_metrics(rows)
+
+
+#: The index in a row of each bucket's `le` label.
+_BUCKET_INDEX = {floatToGoString(bound): index for index, bound in enumerate(_BOUNDS)}
+
+
+def _sample_labels(sample) -> tuple[str, str, str]:
+    return tuple(sample.labels[name] for name in _ANSWER_LABELS)
+
+
+def _add_histogram(rows: dict[tuple, list], samples) -> None:
+    """Add the stored histogram's samples into rows: its buckets are cumulative, a row's not."""
+    cumulative: dict[tuple, list] = {}
+    for sample in samples:
+        labels = _sample_labels(sample)
+        if sample.name.endswith("_bucket"):
+            counts = cumulative.setdefault(labels, [0] * len(_BOUNDS))
+            counts[_BUCKET_INDEX[sample.labels["le"]]] = sample.value
+        elif sample.name.endswith("_sum"):
+            rows.setdefault(labels, _new_row())[_SUM] += sample.value
+    for labels, counts in cumulative.items():
+        row = rows.setdefault(labels, _new_row())
+        for index, (below, up_to) in enumerate(zip([0, *counts], counts, strict=False)):
+            row[index] += up_to - below
 
 
 class _Tally:
@@ -205,15 +299,15 @@ class _Tally:
         self.thread = threading.current_thread()
         #: When the request this thread serves began; None between requests.
         self.started: float | None = None
-        #: (route template, method, status) -> its row.
+        #: The row of each kind of answer, by `_answer_key`.
         self.answers: dict[tuple, list] = {}
 
 
 class ThreadTallies:
     """Count, time and track every request in plain per-thread tallies: a single process.
 
-    The first middleware, so it sees all. prometheus_client's values take a lock at each of
-    the four to five updates a request makes, which cost as much as a third of a whole cheap
+    The first middleware, so it sees all. prometheus_client's values take a lock at each
+    update, and the few updates a request needs cost as much as a third of a whole cheap
     request. Here each thread counts in a tally of its own (a dict of lists), which no other
     thread writes: under the GIL, that needs no lock, and a scrape that reads it while the
     thread counts on sees each count either before or after, never half. The scrape adds up
@@ -245,14 +339,12 @@ class ThreadTallies:
             tally = self._local.tally
         except AttributeError:
             tally = self._add_tally()
-        key = (req.uri_template, _METHODS.get(req.method, OTHER_METHOD), resp.status)
+        key = _answer_key(req, resp)
         row = tally.answers.get(key)
         if row is None:
             row = tally.answers[key] = _new_row()
         started = tally.started
         if started is None:
-            # Falcon refuses a few methods before any middleware's process_request, but still
-            # calls process_response: such a request was never in flight.
             row[_UNTIMED] += 1
         else:
             tally.started = None
@@ -282,52 +374,17 @@ class ThreadTallies:
             for tally in self._tallies:
                 in_flight += tally.started is not None
                 _add_rows(rows, tally.answers)
-        requests = CounterMetricFamily(*_REQUESTS, labels=("route", "method", "status"))
-        latency = HistogramMetricFamily(*_LATENCY, labels=("route",))
-        unavailable = CounterMetricFamily(*_UNAVAILABLE, labels=("route",))
-        by_route: dict[str, list] = {}
-        for labels, row in rows.items():
-            route, _, status = labels
-            requests.add_metric(labels, _answers(row))
-            _add_row(by_route.setdefault(route, _new_row()), row)
-            if status == _STORE_UNAVAILABLE:
-                unavailable.add_metric((route,), _answers(row))
-        for route, row in by_route.items():
-            counts = accumulate(row[:_SUM])
-            buckets = [
-                (floatToGoString(bound), count)
-                for bound, count in zip(_BOUNDS, counts, strict=True)
-            ]
-            latency.add_metric((route,), buckets, row[_SUM])
-        yield requests
-        yield latency
+        yield from _answer_metrics(rows)
         yield GaugeMetricFamily(*_IN_FLIGHT, value=in_flight)
-        yield CounterMetricFamily(*_PLANTS_CREATED, value=_answers(rows.get(_CREATED)))
-        yield CounterMetricFamily(*_PLANTS_DELETED, value=_answers(rows.get(_DELETED)))
-        yield unavailable
-
-
-def _new_row() -> list:
-    return [0] * (_UNTIMED + 1)
-
-
-def _add_row(total: list, row: list) -> None:
-    for index, value in enumerate(row):
-        total[index] += value
 
 
 def _add_rows(total: dict, answers: dict) -> None:
-    """Add a tally's rows, by the key `ThreadTallies` counts under, to `total`, by labels.
+    """Add a tally's rows, by `_answer_key`, to `total`, by labels.
 
     The dict is copied first (in one step, under the GIL): its thread may add a key meanwhile.
     """
     for key, row in list(answers.items()):
         _add_row(total.setdefault(_labels(key), _new_row()), row)
-
-
-def _answers(row: list | None) -> int:
-    """How many answers a row counts, timed or not."""
-    return 0 if row is None else sum(row[:_SUM]) + row[_UNTIMED]
 
 
 class MetricsEndpoint:

@@ -334,6 +334,71 @@ def test_in_multiprocess_mode_a_scrape_adds_up_every_process(tmp_path):
     assert posts.value == 7
 
 
+# Answers of every kind the metrics tell apart, then the scrape.
+_EVERY_KIND = """
+import falcon.testing
+from plantstore.app import create_app
+from plantstore.config import Config
+from tests.test_metrics import OutageAtSeven, call_refused_before_middleware
+
+app = create_app(Config(tokens=frozenset({"t"})), OutageAtSeven())
+client = falcon.testing.TestClient(app, headers={"Authorization": "Bearer t"})
+for plant_id in (1, 2, 2):
+    client.simulate_post("/plants", json={"id": plant_id, "name": "fern"})
+client.simulate_post("/plants", json={"id": "x"})
+client.simulate_delete("/plants/2")
+client.simulate_get("/plants/9")
+client.simulate_get("/plants/7")
+client.simulate_get("/nowhere")
+call_refused_before_middleware(app)
+print(client.simulate_get("/metrics").text)
+"""
+
+
+class OutageAtSeven(MemoryStore):
+    """A memory store that cannot serve plant 7."""
+
+    def get(self, plant_id):
+        if plant_id == 7:
+            raise StoreUnavailable("database is down")
+        return super().get(plant_id)
+
+
+def call_refused_before_middleware(app) -> None:
+    """A method Falcon refuses before any middleware's process_request: never in flight."""
+    environ = falcon.testing.create_environ(path="/plants", method="WEBSOCKET")
+    app(environ, lambda status, headers: None)
+
+
+def test_both_modes_give_the_same_series(tmp_path):
+    """Each mode keeps the answers its own way; a scrape derives the same metrics from either."""
+
+    def samples(**environ) -> dict[tuple, float]:
+        text = subprocess.run(
+            [sys.executable, "-c", _EVERY_KIND],
+            env={**os.environ, **environ},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return {
+            (sample.name, *sorted(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            # Which bucket a request falls in, and the sum, depend on how long it took.
+            if not sample.name.endswith(("_bucket", "_sum"))
+        }
+
+    single = samples()
+    assert samples(PROMETHEUS_MULTIPROC_DIR=str(tmp_path)) == single
+    assert requests(single, "unmatched", "WEBSOCKET", "400") == 1
+    assert single[("plantstore_plants_created_total",)] == 3
+    assert single[("plantstore_plants_deleted_total",)] == 1
+    assert single[("plantstore_store_unavailable_total", ("route", "/plants/{plant_id}"))] == 1
+    assert not any("answers" in key[0] for key in single)
+
+
 def scrape_server(server) -> dict[tuple, float]:
     status, _, body = server.request(
         "GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
