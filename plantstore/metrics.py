@@ -4,10 +4,14 @@ Under gunicorn, `plantstore/gunicorn_settings.py` (`when_ready`) names a fresh d
 `PROMETHEUS_MULTIPROC_DIR` before the first worker forks. prometheus_client reads that variable
 when it is first imported, and then keeps each worker's values in files there; a scrape,
 whichever worker answers it, adds up every worker's files, those of workers since replaced
-included: `RequestMetrics` writes each request there as it is answered. Without it (a single
-process: falcon.testing, `python -m bench`, a preloaded app) the values live in a registry of
-the app's own, and `ThreadTallies` counts requests in plain per-thread tallies that the scrape
-adds up, for a fraction of the cost.
+included. `RequestMetrics` writes each request there as it is answered, with the fewest
+writes that tell everything: counts kept in the worker and folded into its files later would
+be missed by a scrape that another worker answers meanwhile, and lost with a killed worker.
+Without it (a single process: falcon.testing, `python -m bench`, a preloaded app) the values
+live in a registry of the app's own, and every scrape is answered by the process that
+counted: `ThreadTallies` counts in plain per-thread tallies, without a lock, that the scrape
+adds up. Either way each answer is kept once, by (route, method, status), and the scrape
+derives the requests, the latency, plants created and deleted and the 503s from it.
 
 Labels are bounded, so a client cannot make series without end: the route's template
 (`/plants/{plant_id}`, never the path, its id or its query), `unmatched` where no route
