@@ -14,7 +14,7 @@ from plantstore.cors import Cors
 from plantstore.docs import add_docs
 from plantstore.errors import handle_store_unavailable, handle_validation_error, serialize_error
 from plantstore.logs import Request
-from plantstore.metrics import Metrics, MetricsEndpoint, RequestMetrics
+from plantstore.metrics import Metrics, MetricsEndpoint
 from plantstore.middleware import BodyLimit, RequestId
 from plantstore.openapi import OpenApiDocument
 from plantstore.proxy import ForwardedClient
@@ -64,7 +64,7 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app = falcon.App(
         request_type=Request,
         middleware=[
-            RequestMetrics(metrics),
+            metrics.request_metrics,
             *cors,
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),

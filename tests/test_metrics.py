@@ -11,13 +11,15 @@ from pathlib import Path
 
 import falcon.testing
 import pytest
-from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from plantstore.app import create_app
 from plantstore.config import Config, ConfigError
+from plantstore.metrics import ThreadTallies
 from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
+from tests.concurrency import at_once
 from tests.conftest import TOKEN
 from tests.gunicorn_server import GUNICORN, ROOT, GunicornServer, server_environ
 from tests.raw_http import parse_answers, read_until_closed
@@ -140,6 +142,42 @@ def test_requests_in_flight_are_those_not_yet_answered(config):
         store.release.set()
         reader.join(10)
     assert scrape(client)[in_flight] == 1
+
+
+def test_requests_of_threads_that_ended_stay_counted_in_one_tally():
+    """A server may serve each request on a new thread: its counts outlive it; its tally, not."""
+    tallies = ThreadTallies()
+    client = falcon.testing.TestClient(falcon.App(middleware=[tallies]))
+    for _ in range(20):
+        reader = threading.Thread(target=client.simulate_get, args=("/gone",))
+        reader.start()
+        reader.join(10)
+
+    registry = CollectorRegistry()
+    registry.register(tallies)
+    labels = {"route": "unmatched", "method": "GET", "status": "404"}
+    assert registry.get_sample_value("plantstore_http_requests_total", labels) == 20
+    # This thread's, and one for all those that ended.
+    assert len(tallies._tallies) <= 1
+
+
+def test_no_count_is_lost_while_threads_answer_and_scrape_at_once(client):
+    """Each thread counts in its own tally, without a lock; a scrape meanwhile breaks nothing."""
+    per_thread = 100
+
+    def answer_or_scrape(n: int) -> None:
+        for _ in range(per_thread):
+            if n == 0:
+                scrape(client)
+            else:
+                assert client.simulate_get("/plants/1").status_code == 404
+
+    at_once(5, answer_or_scrape)
+    samples = scrape(client)
+    assert requests(samples, "/plants/{plant_id}", "GET", "404") == 4 * per_thread
+    histogram = "plantstore_http_request_duration_seconds_count"
+    assert samples[(histogram, ("route", "/plants/{plant_id}"))] == 4 * per_thread
+    assert samples[("plantstore_http_requests_in_flight",)] == 1
 
 
 def test_plants_created_and_deleted_are_counted(client):
@@ -294,6 +332,71 @@ def test_in_multiprocess_mode_a_scrape_adds_up_every_process(tmp_path):
         if sample.labels == {"route": "/plants", "method": "POST", "status": "200"}
     ]
     assert posts.value == 7
+
+
+# Answers of every kind the metrics tell apart, then the scrape.
+_EVERY_KIND = """
+import falcon.testing
+from plantstore.app import create_app
+from plantstore.config import Config
+from tests.test_metrics import OutageAtSeven, call_refused_before_middleware
+
+app = create_app(Config(tokens=frozenset({"t"})), OutageAtSeven())
+client = falcon.testing.TestClient(app, headers={"Authorization": "Bearer t"})
+for plant_id in (1, 2, 2):
+    client.simulate_post("/plants", json={"id": plant_id, "name": "fern"})
+client.simulate_post("/plants", json={"id": "x"})
+client.simulate_delete("/plants/2")
+client.simulate_get("/plants/9")
+client.simulate_get("/plants/7")
+client.simulate_get("/nowhere")
+call_refused_before_middleware(app)
+print(client.simulate_get("/metrics").text)
+"""
+
+
+class OutageAtSeven(MemoryStore):
+    """A memory store that cannot serve plant 7."""
+
+    def get(self, plant_id):
+        if plant_id == 7:
+            raise StoreUnavailable("database is down")
+        return super().get(plant_id)
+
+
+def call_refused_before_middleware(app) -> None:
+    """A method Falcon refuses before any middleware's process_request: never in flight."""
+    environ = falcon.testing.create_environ(path="/plants", method="WEBSOCKET")
+    app(environ, lambda status, headers: None)
+
+
+def test_both_modes_give_the_same_series(tmp_path):
+    """Each mode keeps the answers its own way; a scrape derives the same metrics from either."""
+
+    def samples(**environ) -> dict[tuple, float]:
+        text = subprocess.run(
+            [sys.executable, "-c", _EVERY_KIND],
+            env={**os.environ, **environ},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return {
+            (sample.name, *sorted(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            # Which bucket a request falls in, and the sum, depend on how long it took.
+            if not sample.name.endswith(("_bucket", "_sum"))
+        }
+
+    single = samples()
+    assert samples(PROMETHEUS_MULTIPROC_DIR=str(tmp_path)) == single
+    assert requests(single, "unmatched", "WEBSOCKET", "400") == 1
+    assert single[("plantstore_plants_created_total",)] == 3
+    assert single[("plantstore_plants_deleted_total",)] == 1
+    assert single[("plantstore_store_unavailable_total", ("route", "/plants/{plant_id}"))] == 1
+    assert not any("answers" in key[0] for key in single)
 
 
 def scrape_server(server) -> dict[tuple, float]:

@@ -5,7 +5,7 @@ from collections.abc import Callable, Sequence
 from itertools import count, islice
 
 import orjson
-from sortedcontainers import SortedDict, SortedList
+from sortedcontainers import SortedList
 
 from plantstore.events import Event, plant_created, plant_deleted
 from plantstore.stores import Delivery
@@ -14,10 +14,11 @@ from plantstore.stores import Delivery
 class MemoryStore:
     """Plants in sorted structures, for one process; its threads share it safely.
 
-    `_plants` maps each id to its plant in id order, and `_ids_by_tag` holds each tag's ids in
-    order, so a page is found in O(log n + limit) however many plants there are. Ids and plants
-    are ints and bytes, which the garbage collector does not track, so millions of plants add
-    little to collection pauses.
+    `_plants` maps each id to its plant, `_ids` holds every id in order and `_ids_by_tag` each
+    tag's ids in order, so a page is found in O(log n + limit) however many plants there are.
+    (A `SortedDict` is the same dict and list under a Python layer, which cost 0.4 µs of the
+    4 µs of an `add`.) Ids and plants are ints and bytes, which the garbage collector does not
+    track, so millions of plants add little to collection pauses.
 
     With webhook URLs it keeps its outbox in the same way: `_deliveries` by id, and for
     each URL `_due`, its deliveries' ids ordered by the time each is due, so a claim costs
@@ -27,7 +28,8 @@ class MemoryStore:
     def __init__(
         self, webhook_urls: Sequence[str] = (), on_event: Callable[[], None] | None = None
     ) -> None:
-        self._plants: SortedDict[int, bytes] = SortedDict()
+        self._plants: dict[int, bytes] = {}
+        self._ids: SortedList[int] = SortedList()
         self._ids_by_tag: dict[str, SortedList[int]] = {}
         self._lock = threading.Lock()
         self._webhook_urls = tuple(webhook_urls)
@@ -44,12 +46,19 @@ class MemoryStore:
         tag = _tag(compact)
         with self._lock:
             kept = self._plants.setdefault(plant_id, compact)
-            if kept is compact:
-                if tag is not None:
-                    self._ids_by_tag.setdefault(tag, SortedList()).add(plant_id)
-                if self._webhook_urls:
-                    self._record(plant_created(plant_id, compact))
-        if kept is compact and self._webhook_urls:
+            if kept is not compact:
+                return kept
+            self._ids.add(plant_id)
+            if tag is not None:
+                # Not `setdefault(tag, SortedList())`: making the list would cost a sixth of
+                # an `add`, for a tag that is almost always known already.
+                ids = self._ids_by_tag.get(tag)
+                if ids is None:
+                    ids = self._ids_by_tag[tag] = SortedList()
+                ids.add(plant_id)
+            if self._webhook_urls:
+                self._record(plant_created(plant_id, compact))
+        if self._webhook_urls:
             self._notify()
         return kept
 
@@ -61,6 +70,7 @@ class MemoryStore:
             plant = self._plants.pop(plant_id, None)
             if plant is None:
                 return False
+            self._ids.remove(plant_id)
             tag = _tag(plant)
             if tag is not None:
                 ids = self._ids_by_tag[tag]
@@ -75,7 +85,7 @@ class MemoryStore:
 
     def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
         with self._lock:
-            ids = self._plants if tag is None else self._ids_by_tag.get(tag, ())
+            ids = self._ids if tag is None else self._ids_by_tag.get(tag, ())
             if after is not None and ids:
                 ids = ids.irange(minimum=after, inclusive=(False, True))
             return [(plant_id, self._plants[plant_id]) for plant_id in islice(ids, limit)]
