@@ -6,6 +6,7 @@ import tracemalloc
 import orjson
 
 from plantstore.stores.memory import MemoryStore
+from tests.test_store_contract import race_adds_and_deletes
 
 
 def add_plants(store: MemoryStore, count: int) -> None:
@@ -33,3 +34,28 @@ def test_stored_plants_add_next_to_nothing_for_the_garbage_collector_to_walk():
     add_plants(store, 10_000)
     gc.collect()
     assert len(gc.get_objects()) - before < 100
+
+
+def test_its_lock_keeps_plants_and_their_indexes_in_step_under_racing_threads():
+    """Its races are between a few bytecodes: they show in a run only over many rounds."""
+    race_adds_and_deletes([MemoryStore()], rounds=400)
+
+
+class NoScans(dict):
+    """The plants' dict, refusing to be walked: a page must come from the sorted indexes."""
+
+    def __iter__(self):
+        raise AssertionError("a page walked every plant")
+
+    keys = values = items = __iter__
+
+
+def test_a_page_is_read_from_the_sorted_indexes_not_from_every_plant():
+    store = MemoryStore()
+    for plant_id in range(10):
+        store.add(
+            plant_id, orjson.dumps({"name": "fern", "tag": "odd" if plant_id % 2 else "even"})
+        )
+    store._plants = NoScans(store._plants)
+    assert [plant_id for plant_id, _ in store.page(3, 2, None)] == [4, 5]
+    assert [plant_id for plant_id, _ in store.page(3, 2, "odd")] == [5, 7]

@@ -216,14 +216,14 @@ def test_every_store_answers_a_sequence_of_any_calls_as_the_model_does(any_store
     assert any_store.page(None, 1000, None) == model.page(None, 1000, None)
 
 
-def race_adds_and_deletes(stores: Sequence[PlantStore]) -> None:
+def race_adds_and_deletes(stores: Sequence[PlantStore], rounds: int = 40) -> None:
     """Let 12 threads add and delete plants of 2 ids at once; assert some serial order explains it.
 
     Each add keeps a plant of its own, or answers a plant another add kept; per id, the adds that
     kept theirs and the deletes that found one alternate, so the id ends holding a plant exactly
     when there was one more of the former, and then one of theirs.
     """
-    rounds, plant_ids = 40, (7, INT64_MIN)
+    plant_ids = (7, INT64_MIN)
 
     def contend(n: int) -> list[tuple[str, int, bytes | None, object]]:
         store = stores[n % len(stores)]
@@ -254,6 +254,7 @@ def race_adds_and_deletes(stores: Sequence[PlantStore]) -> None:
         assert (held is not None) == (balance[plant_id] == 1)
         assert held is None or (plant_id, held) in kept
     held_ids = sorted(plant_id for plant_id in plant_ids if stores[0].get(plant_id) is not None)
+    assert [plant_id for plant_id, _ in stores[0].page(None, 10, None)] == held_ids
     assert [plant_id for plant_id, _ in stores[0].page(None, 10, "tree")] == held_ids
 
 
