@@ -57,7 +57,7 @@ class Plants:
         if len(page) == query["limit"]:
             given = {name: query[name] for name in ("limit", "tag") if name in req.params}
             query_string = urlencode({**given, "after": page[-1][0]}, quote_via=quote)
-            target = f"{req.root_path}{req.path}?{query_string}"
+            target = f"{quote(req.root_path + req.path)}?{query_string}"
             # Quoted, as GitHub writes it and as many clients' parsers expect.
             resp.append_header("Link", f'<{target}>; rel="next"')
 

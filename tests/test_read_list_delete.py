@@ -145,11 +145,14 @@ def test_the_next_link_keeps_limit_and_tag_and_drops_other_parameters(client):
     assert next_page(result) == "/plants?limit=2&tag=a%20b%26c%3Dd&after=1"
 
 
-def test_the_next_link_honours_a_proxys_prefix(client):
+@pytest.mark.parametrize(
+    ("prefix", "written"), [("/plantstore", "/plantstore"), ("/plant store", "/plant%20store")]
+)
+def test_the_next_link_honours_a_proxys_prefix_written_as_a_uri(client, prefix, written):
     for plant_id in range(3):
         create(client, plant_id)
-    result = client.simulate_get("/plants", query_string="limit=2", root_path="/plantstore")
-    assert next_page(result) == "/plantstore/plants?limit=2&after=1"
+    result = client.simulate_get("/plants", query_string="limit=2", root_path=prefix)
+    assert next_page(result) == f"{written}/plants?limit=2&after=1"
 
 
 def test_a_page_that_ends_exactly_at_the_last_plant_links_to_an_empty_one(client):
