@@ -15,7 +15,8 @@ with one grep.
 With `PLANTSTORE_LOG_FORMAT=json`, `JsonLogger` writes both logs as one JSON object a line,
 for log collectors: the error log's with the time, level, logger, request id and message (a
 traceback in one field), the access log's with the request id, client, method, path (never
-the query), status and duration. Neither has a header's value, so never a token.
+the query), route (its template; null where none matched), status and duration. Neither has a
+header's value, so never a token.
 """
 
 import json
@@ -29,6 +30,10 @@ from gunicorn import glogging
 #: The id of the request this thread serves: set by `plantstore.middleware.RequestId`, and
 #: put back to `-` by gunicorn's `post_request` hook once the request is done.
 current_request_id: ContextVar[str] = ContextVar("current_request_id", default="-")
+
+#: The WSGI environ's key under which `plantstore.middleware.RequestId` leaves the template of
+#: the route a request took, for the JSON access log (gunicorn's `{key}e` atom).
+ROUTE_KEY = "plantstore.route"
 
 PREFIX = "%(asctime)s [%(process)d] request_id=%(request_id)s [%(name)s] [%(levelname)s] "
 DATE_FORMAT = "[%Y-%m-%d %H:%M:%S %z]"
@@ -106,6 +111,7 @@ class JsonAccessFormatter(logging.Formatter):
                 "client": _known(atoms.get("h")),
                 "method": _known(atoms.get("m")),
                 "path": _known(atoms.get("U")),
+                "route": atoms.get(f"{{{ROUTE_KEY}}}e"),
                 "status": int(atoms["s"]),
                 "duration_us": atoms["D"],
             }

@@ -7,7 +7,7 @@ from random import randbytes
 import falcon
 from gunicorn.http.errors import NoMoreData, ParseException
 
-from plantstore.logs import current_request_id
+from plantstore.logs import ROUTE_KEY, current_request_id
 
 #: An incoming X-Request-ID is echoed only when it is this tame: safe in a header and a log line.
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
@@ -26,10 +26,10 @@ def request_id(sent: str | None) -> str:
 
 
 class RequestId:
-    """Give every answer an `X-Request-ID`, as `request_id` makes it.
+    """Give every answer an `X-Request-ID`, as `request_id` makes it, and tell the log its route.
 
-    gunicorn's access log reads it back from the answer (`%({x-request-id}o)s`), and the error
-    log from `current_request_id`, for the lines logged while the request is served.
+    gunicorn's access log reads the id back from the answer (`%({x-request-id}o)s`), and the
+    error log from `current_request_id`, for the lines logged while the request is served.
     """
 
     def process_request(self, req, resp):
@@ -38,6 +38,10 @@ class RequestId:
         rid = request_id(req.env.get("HTTP_X_REQUEST_ID"))
         resp.set_header("X-Request-ID", rid)
         current_request_id.set(rid)
+
+    def process_resource(self, req, resp, resource, params):
+        # For the JSON access log's `route`, which gunicorn reads from the environ.
+        req.env[ROUTE_KEY] = req.uri_template
 
 
 class BodyLimit:

@@ -613,7 +613,7 @@ def test_the_error_log_keeps_its_format_in_a_file_named_by_the_error_logfile_fla
     assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
 
 
-ACCESS_KEYS = {"time", "request_id", "client", "method", "path", "status", "duration_us"}
+ACCESS_KEYS = {"time", "request_id", "client", "method", "path", "route", "status", "duration_us"}
 ERROR_KEYS = {"time", "level", "logger", "process", "request_id", "message"}
 
 
@@ -625,6 +625,7 @@ def test_with_json_logs_every_line_of_both_logs_is_one_object_and_no_token_is_in
         assert server.request("POST", "/plants", plant, traced)[0] == 200
         wrong = {**AUTH, "Authorization": f"Bearer {SECRET}"}
         assert server.request("GET", f'/plants/"1?token={SECRET}', headers=wrong)[0] == 401
+        assert server.request("GET", "/nowhere", headers=AUTH)[0] == 404
         raw = refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization Bearer {SECRET}")
         (answer,) = parse_answers(exchange(server.port, raw))
         assert answer.status == 400
@@ -638,14 +639,21 @@ def test_with_json_logs_every_line_of_both_logs_is_one_object_and_no_token_is_in
     assert all(entry["client"] == "127.0.0.1" and entry["duration_us"] > 0 for entry in access)
     assert sorted(
         (
-            (entry["status"], entry["request_id"] == "trace-json", entry["method"], entry["path"])
+            (
+                entry["status"],
+                entry["request_id"] == "trace-json",
+                entry["method"],
+                entry["path"],
+                entry["route"],
+            )
             for entry in access
         ),
         key=lambda fields: fields[0],
     ) == [
-        (200, True, "POST", "/plants"),
-        (400, False, None, None),
-        (401, False, "GET", '/plants/"1'),
+        (200, True, "POST", "/plants", "/plants"),
+        (400, False, None, None, None),
+        (401, False, "GET", '/plants/"1', "/plants/{plant_id}"),
+        (404, False, "GET", "/nowhere", None),
     ]
 
     errors = [json.loads(line) for line in stderr.splitlines()]
