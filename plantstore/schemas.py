@@ -1,8 +1,10 @@
 """The contract's bodies; the single source of truth for validation and the OpenAPI document.
 
-marshmallow decides every body that is not plainly valid, and words every error. Only the plain
-valid `NewPlant` takes a measured shortcut past its field machinery (`load_new_plant`), and
-tests/test_schemas.py holds the shortcut to what the schema gives.
+marshmallow decides every input that is not plainly valid, and words every error. The plain
+valid cases take measured shortcuts past its field machinery, which costs more than the rest
+of a request: loading a `NewPlant` (`load_new_plant`) or an `{id}` of digits (`load_plant_id`),
+dumping a `Plant` (`dump_plant`) and writing a `StoredPlant` (`stored_plant`).
+tests/test_schemas.py holds each shortcut to what its schema gives.
 """
 
 import re

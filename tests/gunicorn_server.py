@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 GUNICORN = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"]
 #: The `plantstore` command that `pip install` put beside this Python.
 PLANTSTORE = str(Path(sys.executable).parent / "plantstore")
+#: What the service, with its default PLANTSTORE_MAX_BODY_BYTES, answers a body over it; so
+#: does the nginx site in front of it.
+TOO_LARGE = {"error": 413, "message": "The body may hold at most 65536 bytes."}
 
 
 class GunicornServer:

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.gunicorn_server import GUNICORN, PLANTSTORE, ROOT, GunicornServer, server_environ
+from tests.gunicorn_server import (
+    GUNICORN,
+    PLANTSTORE,
+    ROOT,
+    TOO_LARGE,
+    GunicornServer,
+    server_environ,
+)
 from tests.raw_http import exchange, parse_answers, read_until_closed
 
 TOKEN = "gunicorn-test-token"
@@ -65,10 +72,7 @@ def test_a_chunked_body_over_the_limit_is_413(server):
     connection.request("POST", "/plants", body=chunks(70_000), headers=AUTH, encode_chunked=True)
     response = connection.getresponse()
     assert response.status == 413
-    assert json.loads(response.read()) == {
-        "error": 413,
-        "message": "The body may hold at most 65536 bytes.",
-    }
+    assert json.loads(response.read()) == TOO_LARGE
     connection.close()
     assert server.request("GET", "/healthz")[0] == 200
 

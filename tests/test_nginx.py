@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.gunicorn_server import GunicornServer, send, server_environ
+from tests.gunicorn_server import TOO_LARGE, GunicornServer, send, server_environ
 from tests.nginx_proxy import NginxProxy
 
 pytestmark = pytest.mark.slow
@@ -131,10 +131,7 @@ def test_the_body_limit_holds_at_the_proxy_and_its_413_is_the_services_json(star
         assert response.status == status
         assert response.getheader("content-type") == "application/json"
         if status == 413:
-            assert json.loads(response.read()) == {
-                "error": 413,
-                "message": "The body may hold at most 65536 bytes.",
-            }
+            assert json.loads(response.read()) == TOO_LARGE
         connection.close()
 
 

@@ -1,4 +1,4 @@
-"""Rules 8 and 9: liveness, and a request id on every answer."""
+"""Liveness, and an `X-Request-ID` on every answer."""
 
 import re
 

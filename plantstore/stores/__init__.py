@@ -1,7 +1,7 @@
 """Where plants are kept: the interface every store implements, and the choice of one.
 
 A plant is kept as its JSON document (UTF-8 bytes): the very body the service answers for it.
-That form is compact, compares byte for byte for the duplicate rule, and is served as it is.
+That form is compact and is served as it is, with no parse and no dump.
 """
 
 from collections.abc import Callable, Sequence
