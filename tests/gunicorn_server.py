@@ -128,6 +128,27 @@ def server_environ(**overrides: str) -> dict[str, str]:
     return environ
 
 
+def run_to_exit(
+    *args: str,
+    command: list[str] = GUNICORN,
+    cwd: Path = ROOT,
+    timeout: float = 60,
+    **settings: str,
+) -> subprocess.CompletedProcess[str]:
+    """Run gunicorn (or another `command`) with `settings` over the defaults, until it exits.
+
+    For a start that must fail, or a command that ends by itself: what it printed is kept.
+    """
+    return subprocess.run(
+        [*command, *args],
+        cwd=cwd,
+        env=server_environ(**settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def send(
     connection: http.client.HTTPConnection, method, path, body=None, headers=None
 ) -> tuple[int, dict, bytes]:

@@ -1,7 +1,6 @@
 """Browser pages on listed origins may call the service (CORS); others get no CORS header."""
 
 import io
-import subprocess
 
 import falcon.testing
 import pytest
@@ -11,7 +10,7 @@ from plantstore.config import Config, ConfigError
 from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
-from tests.gunicorn_server import GUNICORN, ROOT, server_environ
+from tests.gunicorn_server import run_to_exit
 
 SHOP = "https://shop.example"
 DEV = "http://localhost:5173"
@@ -244,13 +243,8 @@ def test_a_star_among_origins_is_refused():
 
 
 def test_a_bad_origin_stops_gunicorn_with_one_line_naming_the_variable():
-    result = subprocess.run(
-        [*GUNICORN, "--check-config"],
-        cwd=ROOT,
-        env=server_environ(PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_CORS_ORIGINS="https://shop/"),
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = run_to_exit(
+        "--check-config", PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_CORS_ORIGINS="https://shop/"
     )
     assert result.returncode != 0
     assert result.stderr.strip() == (

@@ -7,18 +7,18 @@ import re
 import signal
 import socket
 import stat
-import subprocess
+from functools import partial
 from http import HTTPStatus
 from pathlib import Path
 
 import pytest
 
 from tests.gunicorn_server import (
-    GUNICORN,
     PLANTSTORE,
     ROOT,
     TOO_LARGE,
     GunicornServer,
+    run_to_exit,
     server_environ,
 )
 from tests.raw_http import exchange, parse_answers, read_until_closed
@@ -126,15 +126,7 @@ def test_with_no_token_configured_one_is_made_into_a_private_file_that_the_log_n
     assert not token_file.exists()
 
 
-def run_gunicorn(*args, **environ):
-    return subprocess.run(
-        [*GUNICORN, *args],
-        cwd=ROOT,
-        env=server_environ(**{"PLANTSTORE_TOKENS": TOKEN, **environ}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+run_gunicorn = partial(run_to_exit, PLANTSTORE_TOKENS=TOKEN)
 
 
 def test_the_configuration_checks_out():
@@ -324,19 +316,12 @@ def test_plantstore_serve_stops_at_every_bad_setting_with_one_line_naming_it(
     tmp_path, name, value, line
 ):
     """gunicorn's own readings included: `plantstore serve` checks before gunicorn loads."""
-    result = subprocess.run(
-        [PLANTSTORE, "serve", *(() if name == "PORT" else ("--bind=127.0.0.1:0",))],
+    result = run_gunicorn(
+        "serve",
+        *(() if name == "PORT" else ("--bind=127.0.0.1:0",)),
+        command=[PLANTSTORE],
         cwd=tmp_path,
-        env=server_environ(
-            **{
-                "PLANTSTORE_TOKENS": TOKEN,
-                "TMPDIR": str(tmp_path),
-                name: value.format(tmp=tmp_path),
-            }
-        ),
-        capture_output=True,
-        text=True,
-        timeout=60,
+        **{"TMPDIR": str(tmp_path), name: value.format(tmp=tmp_path)},
     )
     assert result.returncode != 0
     assert result.stderr.strip() == f"plantstore: {line.format(tmp=tmp_path)}"

@@ -21,7 +21,7 @@ from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
 from tests.concurrency import at_once
 from tests.conftest import TOKEN
-from tests.gunicorn_server import GUNICORN, ROOT, GunicornServer, server_environ
+from tests.gunicorn_server import ROOT, GunicornServer, run_to_exit, server_environ
 from tests.raw_http import parse_answers, read_until_closed
 from tests.test_faults import replacements, wait_for
 
@@ -472,19 +472,13 @@ def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(t
 
 def test_a_preloaded_app_with_several_workers_is_refused(tmp_path):
     """Loaded in the master, prometheus_client keeps each worker's counts in its own memory."""
-    environ = server_environ(
+    started = run_to_exit(
+        "--preload",
+        "--bind=127.0.0.1:0",
         PLANTSTORE_TOKENS=TOKEN,
         PLANTSTORE_STORE=f"sqlite:///{tmp_path / 'plants.db'}",
         WEB_CONCURRENCY="2",
         TMPDIR=str(tmp_path),
-    )
-    started = subprocess.run(
-        [*GUNICORN, "--preload", "--bind=127.0.0.1:0"],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
     assert started.returncode != 0
     assert "plantstore: with --preload each worker would count alone in /metrics" in started.stderr

@@ -3,7 +3,6 @@
 import json
 import re
 import sqlite3
-import subprocess
 from urllib.parse import quote
 
 import orjson
@@ -11,7 +10,7 @@ import psycopg
 import pytest
 
 from plantstore.stores import postgres, sqlite, store_kind
-from tests.gunicorn_server import GUNICORN, ROOT, GunicornServer, server_environ
+from tests.gunicorn_server import GunicornServer, run_to_exit, server_environ
 
 TOKEN = "upgrade-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -153,15 +152,12 @@ def test_a_database_newer_than_the_code_stops_the_start_with_one_line(store_url)
     """
     newer = current_version(store_url) + 1
     make_newer_than_this_code(store_url, newer)
-    result = subprocess.run(
-        [*GUNICORN, "--bind=127.0.0.1:0"],
-        cwd=ROOT,
-        env=server_environ(
-            PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE=store_url, WEB_CONCURRENCY="3"
-        ),
-        capture_output=True,
-        text=True,
+    result = run_to_exit(
+        "--bind=127.0.0.1:0",
         timeout=30,
+        PLANTSTORE_TOKENS=TOKEN,
+        PLANTSTORE_STORE=store_url,
+        WEB_CONCURRENCY="3",
     )
     assert result.returncode != 0
     # Besides gunicorn's own line that it is starting, which comes before the check.
