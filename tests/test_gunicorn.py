@@ -559,17 +559,25 @@ def test_every_line_of_the_error_log_has_one_format_and_a_503s_cause_its_request
     assert TOKEN not in stdout + stderr
 
 
+OLD_TOKEN = {**AUTH, "Authorization": "Bearer old-token"}
+
+
+def serve_tokens_file(tmp_path, **environ) -> tuple[GunicornServer, Path]:
+    """gunicorn accepting `old-token` from a file, which the test then changes."""
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("old-token\n")
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS_FILE=str(tokens_file), **environ))
+    return server, tokens_file
+
+
 def test_sighup_rereads_the_tokens_file_and_a_memory_store_worker_warns_it_starts_empty(
     tmp_path,
 ):
-    tokens_file = tmp_path / "tokens"
-    tokens_file.write_text("old-token\n")
-    server = GunicornServer(server_environ(PLANTSTORE_TOKENS_FILE=str(tokens_file)))
+    server, tokens_file = serve_tokens_file(tmp_path)
     try:
         plant = json.dumps({"id": 1, "name": "fern"})
-        old = {**AUTH, "Authorization": "Bearer old-token"}
         new = {**AUTH, "Authorization": "Bearer new-token"}
-        assert server.request("POST", "/plants", plant, old)[0] == 200
+        assert server.request("POST", "/plants", plant, OLD_TOKEN)[0] == 200
         (first_worker,) = server.worker_pids()
         tokens_file.write_text("new-token\n")
 
@@ -577,12 +585,40 @@ def test_sighup_rereads_the_tokens_file_and_a_memory_store_worker_warns_it_start
         warning = server.wait_for_stderr(r".*starts with an empty memory store.*")
         server.wait_for_stderr(rf"Worker exiting \(pid: {first_worker}\)")
 
-        assert server.request("GET", "/plants/1", headers=old)[0] == 401
+        assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 401
         assert server.request("GET", "/plants/1", headers=new)[0] == 404
     finally:
         _, stderr = server.stop()
     assert ERROR_LOG_LINE.fullmatch(warning.group(0)).group(2) == "WARNING"
     assert stderr.count("starts with an empty memory store") == 1
+
+
+@pytest.mark.slow
+def test_a_sighup_with_a_bad_tokens_file_is_refused_in_one_line_and_the_workers_serve_on(
+    tmp_path,
+):
+    """The workers that were serving go on serving: with their tokens, and their plants."""
+    server, tokens_file = serve_tokens_file(tmp_path)
+    try:
+        plant = json.dumps({"id": 1, "name": "fern"})
+        assert server.request("POST", "/plants", plant, OLD_TOKEN)[0] == 200
+        workers = server.worker_pids()
+        tokens_file.write_text("old-token\nnew token\n")
+
+        os.kill(server.pid, signal.SIGHUP)
+        refused_line = server.wait_for_stderr(r"(.*reload refused.*)\n").group(1)
+
+        assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 200
+        assert server.worker_pids() == workers
+    finally:
+        _, stderr = server.stop()
+    assert ERROR_LOG_LINE.fullmatch(refused_line).group(2) == "ERROR"
+    assert refused_line.endswith(
+        "plantstore: reload refused: PLANTSTORE_TOKENS_FILE must hold one token of printable "
+        f"ASCII without spaces a line (or a # comment): {tokens_file}, line 2, does not"
+    )
+    assert "Traceback" not in stderr
+    assert "new token" not in stderr
 
 
 def test_a_memory_store_worker_restarted_by_the_master_warns_it_starts_empty():
