@@ -621,6 +621,32 @@ def test_a_sighup_with_a_bad_tokens_file_is_refused_in_one_line_and_the_workers_
     assert "new token" not in stderr
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_worker_that_cannot_start_says_why_in_one_line_of_the_logs_format(tmp_path, log_format):
+    """The tokens file turns bad, then the worker dies: the one the master starts cannot read it."""
+    server, tokens_file = serve_tokens_file(tmp_path, PLANTSTORE_LOG_FORMAT=log_format)
+    try:
+        assert server.request("GET", "/healthz")[0] == 200
+        (worker,) = server.worker_pids()
+        tokens_file.write_text("old-token\nnot a token\n")
+        os.kill(worker, signal.SIGKILL)
+        server.wait_for_stderr("Worker failed to boot")
+    finally:
+        _, stderr = server.stop()
+    why = (
+        "plantstore: this worker cannot start: PLANTSTORE_TOKENS_FILE must hold one token of "
+        f"printable ASCII without spaces a line (or a # comment): {tokens_file}, line 2, does not"
+    )
+    lines = stderr.splitlines()
+    if log_format == "json":
+        assert why in [json.loads(line)["message"] for line in lines]
+    else:
+        assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
+        assert any(line.endswith(f"[ERROR] {why}") for line in lines)
+    assert "Traceback" not in stderr
+
+
 def test_a_memory_store_worker_restarted_by_the_master_warns_it_starts_empty():
     """The plant the killed worker kept is gone: its id takes other content."""
     server = GunicornServer(server_environ(PLANTSTORE_TOKENS=TOKEN))
