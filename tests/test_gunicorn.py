@@ -385,7 +385,7 @@ def refused(head: str) -> bytes:
     return head.encode("latin-1") + b"\r\n\r\n"
 
 
-# Eleven servers: the slow set (tests/test_refusals.py checks the words in process).
+# Twelve servers: the slow set (tests/test_refusals.py checks the words in process).
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("raw", "status"),
@@ -397,6 +397,7 @@ def refused(head: str) -> bytes:
         (refused(f"GET /healthz?token={SECRET}\x7f HTTP/1.1\r\nHost: x"), 400),
         (refused(f"{SECRET} /healthz HTTP/1.1\r\nHost: x"), 400),
         (refused(f"GET /healthz HTTP/{SECRET}\r\nHost: x"), 400),
+        (refused("GET /healthz HTTP/2.0\r\nHost: x"), 505),
         (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: {SECRET}"), 417),
         (refused(f"POST /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: x{SECRET}"), 501),
         (refused(f"GET /plants HTTP/1.1\r\nHost: x\r\nSCRIPT_NAME: /{SECRET}"), 400),
@@ -410,6 +411,7 @@ def refused(head: str) -> bytes:
         "a control character in the request line",
         "a method that is no method",
         "an HTTP version that is none",
+        "an HTTP version other than HTTP/1",
         "an expectation other than 100-continue",
         "a transfer coding other than chunked",
         "a path outside the SCRIPT_NAME a trusted proxy sent",
