@@ -174,15 +174,15 @@ BAD_SETTINGS = {
     "GUNICORN_THREADS": ("lots", f"GUNICORN_THREADS {WHOLE} of at least 1, not 'lots'"),
     "GUNICORN_LIMIT_REQUEST_LINE": (
         "-1",
-        f"GUNICORN_LIMIT_REQUEST_LINE {WHOLE} of at least 0, not '-1'",
+        f"GUNICORN_LIMIT_REQUEST_LINE {WHOLE} from 0 to 8190, not '-1'",
     ),
     "GUNICORN_LIMIT_REQUEST_FIELDS": (
         "x",
-        f"GUNICORN_LIMIT_REQUEST_FIELDS {WHOLE} of at least 0, not 'x'",
+        f"GUNICORN_LIMIT_REQUEST_FIELDS {WHOLE} from 1 to 32768, not 'x'",
     ),
     "GUNICORN_LIMIT_REQUEST_FIELD_SIZE": (
         "1.5",
-        f"GUNICORN_LIMIT_REQUEST_FIELD_SIZE {WHOLE} of at least 0, not '1.5'",
+        f"GUNICORN_LIMIT_REQUEST_FIELD_SIZE {WHOLE} of at least 1, not '1.5'",
     ),
     "GUNICORN_TIMEOUT": ("0", f"GUNICORN_TIMEOUT {WHOLE} of at least 1, not '0'"),
     "GUNICORN_GRACEFUL_TIMEOUT": (
