@@ -152,7 +152,7 @@ def _read_store(environ: Mapping[str, str]) -> str:
         except ImportError:
             raise ConfigError(
                 "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's "
-                "root, pip install -e '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
+                "root, pip install '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
             ) from None
     if kind == "sqlite":
         directory = Path(url.removeprefix("sqlite:///")).parent

@@ -12,6 +12,7 @@ from plantstore.config import (
     ServerConfig,
     env_int,
 )
+from tests.gunicorn_server import ROOT
 
 
 def test_tokens_come_from_the_variable_and_the_file(tmp_path):
@@ -191,8 +192,9 @@ def test_postgresql_without_psycopg_is_refused_naming_installs_that_work_from_a_
         Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": "postgresql:///plants"})
     assert str(caught.value) == (
         "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's root, "
-        "pip install -e '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
+        "pip install '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
     )
+    assert "pip install '.[postgres]'" in (ROOT / "README.md").read_text()
 
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
