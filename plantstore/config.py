@@ -30,6 +30,10 @@ DEFAULT_WEBHOOK_GIVE_UP_AFTER = 86400
 #: How the Standard Webhooks specification writes a secret: this prefix, then base64.
 WEBHOOK_SECRET_PREFIX = "whsec_"
 LOG_FORMATS = ("text", "json")
+#: The longest request line and the most header fields gunicorn honours: it silently takes a
+#: larger setting as these (`gunicorn.http.message.MAX_REQUEST_LINE`, `MAX_HEADERS`).
+MAX_REQUEST_LINE = 8190
+MAX_REQUEST_FIELDS = 32768
 STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 #: An origin as a browser writes it in `Origin`: lower case, no path, no default port.
 _ORIGIN = re.compile(
@@ -148,7 +152,7 @@ def _read_store(environ: Mapping[str, str]) -> str:
         except ImportError:
             raise ConfigError(
                 "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's "
-                "root, pip install -e '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
+                "root, pip install '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
             ) from None
     if kind == "sqlite":
         directory = Path(url.removeprefix("sqlite:///")).parent
@@ -323,9 +327,15 @@ class ServerConfig:
                 blank_ok=False,
             ),
             threads=env_int(environ, "GUNICORN_THREADS", 8, 1),
-            limit_request_line=env_int(environ, "GUNICORN_LIMIT_REQUEST_LINE", 4094),
-            limit_request_fields=env_int(environ, "GUNICORN_LIMIT_REQUEST_FIELDS", 100),
-            limit_request_field_size=env_int(environ, "GUNICORN_LIMIT_REQUEST_FIELD_SIZE", 8190),
+            # gunicorn takes a request line limit of 0 as none; 0 fields or a field size of 0
+            # as its largest number of fields and 8190 bytes, whatever its documentation says.
+            limit_request_line=env_int(
+                environ, "GUNICORN_LIMIT_REQUEST_LINE", 4094, maximum=MAX_REQUEST_LINE
+            ),
+            limit_request_fields=env_int(
+                environ, "GUNICORN_LIMIT_REQUEST_FIELDS", 100, 1, MAX_REQUEST_FIELDS
+            ),
+            limit_request_field_size=env_int(environ, "GUNICORN_LIMIT_REQUEST_FIELD_SIZE", 8190, 1),
             timeout=env_int(environ, "GUNICORN_TIMEOUT", 30, 1),
             graceful_timeout=env_int(environ, "GUNICORN_GRACEFUL_TIMEOUT", 30),
             keepalive=env_int(environ, "GUNICORN_KEEPALIVE", 5),

@@ -71,13 +71,14 @@ class DocsAssets:
     The route is a resource rather than `app.add_static_route`, whose route serves the file to
     every method and leaves the file it opened for a HEAD unclosed (falcon#2337). Here HEAD goes
     with GET as everywhere else, other methods get Falcon's 405 with `Allow`, and a file that
-    does not exist is Falcon's 404, in the `Error` body like every failure.
+    does not exist is Falcon's 404, in the `Error` body like every failure, to OPTIONS too.
     """
 
     auth_required = False
 
     def __init__(self, directory: Path) -> None:
         self._files = falcon.routing.StaticRoute("/docs", directory)
+        self._names = frozenset(path.name for path in directory.iterdir() if path.is_file())
 
     def on_get(self, req, resp, name):
         self._files(req, resp)
@@ -88,6 +89,13 @@ class DocsAssets:
         if resp.stream is not None:
             resp.stream.close()
             resp.stream = None
+
+    def on_options(self, req, resp, name):
+        """Answer as `plantstore.routing.Router` does on every path, for a file that exists."""
+        if name not in self._names:
+            raise falcon.HTTPNotFound()
+        resp.status = falcon.HTTP_204
+        resp.set_header("Allow", "GET, HEAD, OPTIONS")
 
 
 def add_docs(app: falcon.App) -> None:

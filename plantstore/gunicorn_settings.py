@@ -149,6 +149,8 @@ def post_worker_init(worker):
 
 
 def when_ready(server):
+    """The sockets are bound, no worker runs yet: guard SIGHUP, make the metrics' directory."""
+    _refuse_a_reload_with_bad_settings(server)
     # With --preload (as the benchmark fills a memory store) the master has loaded the app, and
     # prometheus_client with it: each worker keeps its own counts, right only for a single one.
     if "prometheus_client" in sys.modules and server.cfg.workers > 1:
@@ -163,3 +165,26 @@ def child_exit(server, worker):
     from prometheus_client import multiprocess  # imported only once when_ready set the directory
 
     multiprocess.mark_process_dead(worker.pid)
+
+
+def _refuse_a_reload_with_bad_settings(server):
+    """Make a SIGHUP whose settings are bad change nothing, rather than stop the service.
+
+    On SIGHUP gunicorn's master starts new workers, which read the settings again (a tokens
+    file first of all), and stops the old ones; a new worker that cannot read them fails to
+    boot, and the master then shuts down. No hook can stop that: `on_reload` runs before the
+    new workers start, but cannot keep them from starting. So the master's SIGHUP handler
+    reads the settings first, as a worker will, and on a bad one logs the line a start would
+    give (which never holds a token) and keeps the workers it has, with the tokens they read.
+    """
+    reload = server.handle_hup
+
+    def handle_hup():
+        try:
+            read_all(os.environ)
+        except ConfigError as ex:
+            server.log.error("plantstore: reload refused: %s", ex)
+        else:
+            reload()
+
+    server.handle_hup = handle_hup

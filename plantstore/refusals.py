@@ -31,8 +31,11 @@ def refusal(ex: Exception) -> tuple[int, str]:
             return 400, "The request line is not of the form 'METHOD /path HTTP/1.1'."
         case errors.InvalidRequestMethod():
             return 400, "The method is not a valid HTTP method."
+        case errors.InvalidHTTPVersion(version=tuple()):
+            # A version gunicorn could read, outside HTTP/1 (RFC 9110, section 15.6.6).
+            return 505, "The request line must name HTTP/1.0 to HTTP/1.9: the server speaks HTTP/1."
         case errors.InvalidHTTPVersion():
-            return 400, "The request line does not name HTTP/1.0 or HTTP/1.1."
+            return 400, "The request line does not end with an HTTP version, such as HTTP/1.1."
         case errors.InvalidHeader(hdr=str(name)) if name in _CHECKED_FIELDS:
             return 400, f"The {_CHECKED_FIELDS[name]} header field is invalid or repeated."
         case errors.InvalidHeader() | errors.InvalidHeaderName():

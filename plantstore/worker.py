@@ -14,11 +14,12 @@ one between the app's return and the answer's head:
 - `handle_request`, around each request the app serves: the body must arrive within
   `body_timeout` seconds of the head, so a client stalled in its body frees its thread;
   `100 Continue` is sent when the app first reads the body, not before it decides 401 or 413;
-  and a request of HTTP/1.2 or above is served, and answered, as HTTP/1.1 (RFC 9110, section
-  2.5) rather than with a status line of a version the server does not speak.
+  and a request of HTTP/1.2 to HTTP/1.9 is served, and answered, as HTTP/1.1 (RFC 9110,
+  section 2.5) rather than with a status line of a version the server does not speak.
 - `load_wsgi`, around the app: an answer says `Connection: close` whenever the connection
   closes after it, which is when the body was not read to its end. gunicorn would otherwise
-  announce keep-alive, drain at most 64 KiB of the body, and close anyway.
+  announce keep-alive, drain at most 64 KiB of the body, and close anyway. An app that
+  cannot load is logged in the error log's format, not printed bare to stderr.
 - after a refusal or an answer that closes the connection, the wait for the client to close
   too is done in the serving thread, not in the worker's main loop (see `_shut`).
 """
@@ -32,15 +33,17 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from gunicorn import util
+from gunicorn.arbiter import Arbiter
 from gunicorn.http.body import ChunkedReader, LengthReader
 from gunicorn.http.message import Request
 from gunicorn.workers.gthread import ThreadWorker
 
-from plantstore.config import DEFAULT_BODY_TIMEOUT
+from plantstore.config import DEFAULT_BODY_TIMEOUT, ConfigError
 from plantstore.errors import error_body
 from plantstore.logs import current_request_id
 from plantstore.middleware import request_id
 from plantstore.refusals import refusal
+from plantstore.stores import SchemaTooNew, StoreUnavailable
 
 
 @dataclass
@@ -68,7 +71,18 @@ class EdgeWorker(ThreadWorker):
         self._serving = threading.local()
 
     def load_wsgi(self):
-        super().load_wsgi()
+        try:
+            super().load_wsgi()
+        except Exception as ex:
+            # gunicorn's arbiter would log the traceback, then print the message to stderr
+            # bare, outside the log's format. A reason the service words itself is one line;
+            # anything else is a bug, whose traceback is wanted. Either way the master, told
+            # the worker failed to boot, shuts down rather than start it again and again.
+            if isinstance(ex, ConfigError | StoreUnavailable | SchemaTooNew):
+                self.log.error("plantstore: this worker cannot start: %s", ex)
+            else:
+                self.log.exception("plantstore: this worker cannot start")
+            raise SystemExit(Arbiter.WORKER_BOOT_ERROR) from None
         app = self.wsgi
 
         def app_closing_after_an_unread_body(environ, start_response):

@@ -1,8 +1,18 @@
 import sys
 
 import pytest
+from gunicorn.http import message
 
-from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
+from plantstore.config import (
+    DEFAULT_MAX_BODY_BYTES,
+    MAX_REQUEST_FIELDS,
+    MAX_REQUEST_LINE,
+    Config,
+    ConfigError,
+    ServerConfig,
+    env_int,
+)
+from tests.gunicorn_server import ROOT
 
 
 def test_tokens_come_from_the_variable_and_the_file(tmp_path):
@@ -34,6 +44,40 @@ def test_max_body_bytes_is_read():
 def test_a_bad_setting_is_refused_with_its_name(environ, complaint):
     with pytest.raises(ConfigError, match=complaint):
         Config.from_env(environ)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "accepted"),
+    [
+        ("GUNICORN_LIMIT_REQUEST_LINE", "8191", "from 0 to 8190"),
+        ("GUNICORN_LIMIT_REQUEST_FIELDS", "32769", "from 1 to 32768"),
+        ("GUNICORN_LIMIT_REQUEST_FIELDS", "0", "from 1 to 32768"),
+        ("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", "0", "of at least 1"),
+    ],
+)
+def test_a_request_limit_gunicorn_would_not_honour_is_refused(name, value, accepted):
+    """gunicorn would silently take each as another value."""
+    with pytest.raises(ConfigError) as caught:
+        ServerConfig.from_env({name: value}, Config.from_env({}))
+    assert str(caught.value) == f"{name} must be a whole number {accepted}, not {value!r}"
+
+
+def test_the_request_limits_honoured_are_read():
+    environ = {
+        "GUNICORN_LIMIT_REQUEST_LINE": "0",
+        "GUNICORN_LIMIT_REQUEST_FIELDS": "32768",
+        "GUNICORN_LIMIT_REQUEST_FIELD_SIZE": "65536",
+    }
+    server = ServerConfig.from_env(environ, Config.from_env({}))
+    assert (
+        server.limit_request_line,
+        server.limit_request_fields,
+        server.limit_request_field_size,
+    ) == (0, 32768, 65536)
+
+
+def test_the_request_limits_are_gunicorns():
+    assert (MAX_REQUEST_LINE, MAX_REQUEST_FIELDS) == (message.MAX_REQUEST_LINE, message.MAX_HEADERS)
 
 
 def test_reading_changes_nothing_and_prints_nothing(capsys):
@@ -148,8 +192,9 @@ def test_postgresql_without_psycopg_is_refused_naming_installs_that_work_from_a_
         Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": "postgresql:///plants"})
     assert str(caught.value) == (
         "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's root, "
-        "pip install -e '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
+        "pip install '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
     )
+    assert "pip install '.[postgres]'" in (ROOT / "README.md").read_text()
 
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

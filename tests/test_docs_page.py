@@ -108,6 +108,22 @@ def test_a_file_that_is_not_there_is_404_with_the_error_body(anonymous, path):
     assert result.json["message"]
 
 
+@pytest.mark.parametrize(
+    "path", ["/docs/nothing.js", "/docs/", "/docs/..%2Fsetup.cfg", "/docs/index.j2.missing"]
+)
+def test_options_on_a_file_that_is_not_there_is_404_as_get_is(anonymous, path):
+    result = anonymous.simulate_options(path)
+    assert result.status_code == 404
+    assert result.json["error"] == 404
+
+
+@pytest.mark.parametrize("path", ["/docs", "/docs/swagger-ui.css"])
+def test_options_on_a_file_that_is_there_lists_its_methods(anonymous, path):
+    result = anonymous.simulate_options(path)
+    assert (result.status_code, result.text) == (204, "")
+    assert result.headers["allow"] == "GET, HEAD, OPTIONS"
+
+
 @pytest.mark.parametrize("path", ["/docs", "/docs/swagger-ui.css"])
 def test_other_methods_are_405_naming_get_and_head(client, path):
     result = client.simulate_post(path, json={"id": 1, "name": "fern"})

@@ -170,15 +170,15 @@ BAD_SETTINGS = {
     "GUNICORN_THREADS": ("lots", f"GUNICORN_THREADS {WHOLE} of at least 1, not 'lots'"),
     "GUNICORN_LIMIT_REQUEST_LINE": (
         "-1",
-        f"GUNICORN_LIMIT_REQUEST_LINE {WHOLE} of at least 0, not '-1'",
+        f"GUNICORN_LIMIT_REQUEST_LINE {WHOLE} from 0 to 8190, not '-1'",
     ),
     "GUNICORN_LIMIT_REQUEST_FIELDS": (
         "x",
-        f"GUNICORN_LIMIT_REQUEST_FIELDS {WHOLE} of at least 0, not 'x'",
+        f"GUNICORN_LIMIT_REQUEST_FIELDS {WHOLE} from 1 to 32768, not 'x'",
     ),
     "GUNICORN_LIMIT_REQUEST_FIELD_SIZE": (
         "1.5",
-        f"GUNICORN_LIMIT_REQUEST_FIELD_SIZE {WHOLE} of at least 0, not '1.5'",
+        f"GUNICORN_LIMIT_REQUEST_FIELD_SIZE {WHOLE} of at least 1, not '1.5'",
     ),
     "GUNICORN_TIMEOUT": ("0", f"GUNICORN_TIMEOUT {WHOLE} of at least 1, not '0'"),
     "GUNICORN_GRACEFUL_TIMEOUT": (
@@ -374,7 +374,7 @@ def refused(head: str) -> bytes:
     return head.encode("latin-1") + b"\r\n\r\n"
 
 
-# Eleven servers: the slow set (tests/test_refusals.py checks the words in process).
+# Twelve servers: the slow set (tests/test_refusals.py checks the words in process).
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("raw", "status"),
@@ -386,6 +386,7 @@ def refused(head: str) -> bytes:
         (refused(f"GET /healthz?token={SECRET}\x7f HTTP/1.1\r\nHost: x"), 400),
         (refused(f"{SECRET} /healthz HTTP/1.1\r\nHost: x"), 400),
         (refused(f"GET /healthz HTTP/{SECRET}\r\nHost: x"), 400),
+        (refused("GET /healthz HTTP/2.0\r\nHost: x"), 505),
         (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: {SECRET}"), 417),
         (refused(f"POST /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: x{SECRET}"), 501),
         (refused(f"GET /plants HTTP/1.1\r\nHost: x\r\nSCRIPT_NAME: /{SECRET}"), 400),
@@ -399,6 +400,7 @@ def refused(head: str) -> bytes:
         "a control character in the request line",
         "a method that is no method",
         "an HTTP version that is none",
+        "an HTTP version other than HTTP/1",
         "an expectation other than 100-continue",
         "a transfer coding other than chunked",
         "a path outside the SCRIPT_NAME a trusted proxy sent",
@@ -548,17 +550,25 @@ def test_every_line_of_the_error_log_has_one_format_and_a_503s_cause_its_request
     assert TOKEN not in stdout + stderr
 
 
+OLD_TOKEN = {**AUTH, "Authorization": "Bearer old-token"}
+
+
+def serve_tokens_file(tmp_path, **environ) -> tuple[GunicornServer, Path]:
+    """gunicorn accepting `old-token` from a file, which the test then changes."""
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("old-token\n")
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS_FILE=str(tokens_file), **environ))
+    return server, tokens_file
+
+
 def test_sighup_rereads_the_tokens_file_and_a_memory_store_worker_warns_it_starts_empty(
     tmp_path,
 ):
-    tokens_file = tmp_path / "tokens"
-    tokens_file.write_text("old-token\n")
-    server = GunicornServer(server_environ(PLANTSTORE_TOKENS_FILE=str(tokens_file)))
+    server, tokens_file = serve_tokens_file(tmp_path)
     try:
         plant = json.dumps({"id": 1, "name": "fern"})
-        old = {**AUTH, "Authorization": "Bearer old-token"}
         new = {**AUTH, "Authorization": "Bearer new-token"}
-        assert server.request("POST", "/plants", plant, old)[0] == 200
+        assert server.request("POST", "/plants", plant, OLD_TOKEN)[0] == 200
         (first_worker,) = server.worker_pids()
         tokens_file.write_text("new-token\n")
 
@@ -566,12 +576,66 @@ def test_sighup_rereads_the_tokens_file_and_a_memory_store_worker_warns_it_start
         warning = server.wait_for_stderr(r".*starts with an empty memory store.*")
         server.wait_for_stderr(rf"Worker exiting \(pid: {first_worker}\)")
 
-        assert server.request("GET", "/plants/1", headers=old)[0] == 401
+        assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 401
         assert server.request("GET", "/plants/1", headers=new)[0] == 404
     finally:
         _, stderr = server.stop()
     assert ERROR_LOG_LINE.fullmatch(warning.group(0)).group(2) == "WARNING"
     assert stderr.count("starts with an empty memory store") == 1
+
+
+@pytest.mark.slow
+def test_a_sighup_with_a_bad_tokens_file_is_refused_in_one_line_and_the_workers_serve_on(
+    tmp_path,
+):
+    """The workers that were serving go on serving: with their tokens, and their plants."""
+    server, tokens_file = serve_tokens_file(tmp_path)
+    try:
+        plant = json.dumps({"id": 1, "name": "fern"})
+        assert server.request("POST", "/plants", plant, OLD_TOKEN)[0] == 200
+        workers = server.worker_pids()
+        tokens_file.write_text("old-token\nnew token\n")
+
+        os.kill(server.pid, signal.SIGHUP)
+        refused_line = server.wait_for_stderr(r"(.*reload refused.*)\n").group(1)
+
+        assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 200
+        assert server.worker_pids() == workers
+    finally:
+        _, stderr = server.stop()
+    assert ERROR_LOG_LINE.fullmatch(refused_line).group(2) == "ERROR"
+    assert refused_line.endswith(
+        "plantstore: reload refused: PLANTSTORE_TOKENS_FILE must hold one token of printable "
+        f"ASCII without spaces a line (or a # comment): {tokens_file}, line 2, does not"
+    )
+    assert "Traceback" not in stderr
+    assert "new token" not in stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_worker_that_cannot_start_says_why_in_one_line_of_the_logs_format(tmp_path, log_format):
+    """The tokens file turns bad, then the worker dies: the one the master starts cannot read it."""
+    server, tokens_file = serve_tokens_file(tmp_path, PLANTSTORE_LOG_FORMAT=log_format)
+    try:
+        assert server.request("GET", "/healthz")[0] == 200
+        (worker,) = server.worker_pids()
+        tokens_file.write_text("old-token\nnot a token\n")
+        os.kill(worker, signal.SIGKILL)
+        server.wait_for_stderr("Worker failed to boot")
+    finally:
+        _, stderr = server.stop()
+    why = (
+        "plantstore: this worker cannot start: PLANTSTORE_TOKENS_FILE must hold one token of "
+        f"printable ASCII without spaces a line (or a # comment): {tokens_file}, line 2, does not"
+    )
+    lines = stderr.splitlines()
+    if log_format == "json":
+        assert why in [json.loads(line)["message"] for line in lines]
+    else:
+        assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
+        assert any(line.endswith(f"[ERROR] {why}") for line in lines)
+    assert "Traceback" not in stderr
 
 
 def test_a_memory_store_worker_restarted_by_the_master_warns_it_starts_empty():

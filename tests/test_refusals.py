@@ -35,3 +35,16 @@ def test_a_response_header_the_app_made_is_the_apps_error():
 def test_a_parse_error_without_words_of_its_own_is_400_and_anything_else_500():
     assert refusal(errors.InvalidProxyLine("PROXY s3cret")) == (400, "The request is malformed.")
     assert refusal(RuntimeError("s3cret")) == (500, "Internal Server Error")
+
+
+def test_a_version_outside_http_1_is_505_and_one_that_is_none_400():
+    """HTTP/1.2 to HTTP/1.9 are served as HTTP/1.1: only the major version is refused."""
+    assert refusal(errors.InvalidHTTPVersion((2, 0))) == (
+        505,
+        "The request line must name HTTP/1.0 to HTTP/1.9: the server speaks HTTP/1.",
+    )
+    assert refusal(errors.InvalidHTTPVersion((0, 9)))[0] == 505
+    assert refusal(errors.InvalidHTTPVersion("HTTP/s3cret")) == (
+        400,
+        "The request line does not end with an HTTP version, such as HTTP/1.1.",
+    )
