@@ -15,6 +15,12 @@ class StoreUnavailable(Exception):
     """
 
 
+class StoreUnusable(Exception):
+    """The configured store can never serve as it is (its SQLite file is not a database, or
+    cannot be opened at all): unlike `StoreUnavailable`, waiting does not help, so a start stops.
+    """
+
+
 class SchemaTooNew(Exception):
     """The database was brought to a schema newer than this code knows: it must not touch it."""
 

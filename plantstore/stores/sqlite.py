@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from urllib.parse import quote
 
 from plantstore.events import Event, plant_created, plant_deleted
-from plantstore.stores import Delivery, StoreUnavailable
+from plantstore.stores import Delivery, StoreUnavailable, StoreUnusable
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
@@ -55,6 +55,12 @@ def _identity(path: str) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return found.st_dev, found.st_ino
+
+
+def _transient(ex: sqlite3.Error) -> bool:
+    """Whether `ex` is a lock another connection holds, which waiting may free."""
+    # The primary result code, the low byte of an extended one (SQLITE_BUSY_RECOVERY, ...).
+    return (ex.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _create_plants(connection: sqlite3.Connection) -> None:
@@ -122,7 +128,8 @@ class SqliteStore:
 
     Raises:
         SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
-        StoreUnavailable: the database cannot be opened, or stays locked.
+        StoreUnavailable: the database stays locked.
+        StoreUnusable: the file cannot be opened, or is not a database.
     """
 
     def __init__(
@@ -142,8 +149,13 @@ class SqliteStore:
         self._lost: str | None = None
         try:
             connection = self._open(create=True)
-        except sqlite3.OperationalError as ex:
-            raise StoreUnavailable(f"SQLite {path}: {ex}") from ex
+        except sqlite3.Error as ex:
+            if _transient(ex):
+                raise StoreUnavailable(f"SQLite {path}: {ex}") from ex
+            raise StoreUnusable(
+                "PLANTSTORE_STORE must name a SQLite database file that this user can read and "
+                f"write, or make: {path}: {ex}"
+            ) from ex
         # The file this store answers for: the one just opened, or made.
         self._file = _identity(path)
         self._local.connection = self._register(connection)
