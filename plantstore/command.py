@@ -11,7 +11,13 @@ import sys
 
 from plantstore import run_token
 from plantstore.config import ConfigError, read_all
-from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store, store_kind
+from plantstore.stores import (
+    SchemaTooNew,
+    StoreUnavailable,
+    StoreUnusable,
+    open_store,
+    store_kind,
+)
 
 
 def _read_settings():
@@ -48,7 +54,7 @@ def check() -> None:
             store.check_ready()
         finally:
             store.close()
-    except (StoreUnavailable, SchemaTooNew) as ex:
+    except (StoreUnavailable, StoreUnusable, SchemaTooNew) as ex:
         raise SystemExit(f"plantstore: {ex}") from None
     print(f"plantstore: ok: the {store_kind(config.store_url)} store is ready")
 

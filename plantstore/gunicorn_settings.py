@@ -14,7 +14,13 @@ import tempfile
 from plantstore import run_token
 from plantstore.config import ConfigError, read_all
 from plantstore.logs import current_request_id
-from plantstore.stores import SchemaTooNew, StoreUnavailable, open_store
+from plantstore.stores import (
+    SchemaTooNew,
+    StoreUnavailable,
+    StoreUnusable,
+    open_store,
+    remember_started_store,
+)
 
 # The settings, read once here to stop a bad start with one line; each worker reads the app's
 # again. `plantstore serve` has read them already, before gunicorn read WEB_CONCURRENCY and
@@ -84,7 +90,10 @@ def on_starting(server):
 
     The memory store takes one worker: each would keep its own dict. A database store brings
     its schema up to date here, so that a database newer than this code stops the start with
-    one line. One that cannot be reached now is left to the workers, which serve once it can.
+    one line, and so does a SQLite file that is not a database or cannot be opened. One that
+    cannot be reached now is left to the workers, which serve once it can. Every worker, those
+    started in place of one that died or after a SIGHUP too, answers only for the SQLite file
+    opened here: a file put in its place while the service runs is refused until a restart.
 
     With no token configured the service does not run open: one is made here, once, into a
     file only this user can read, and the workers (forked from here) read that file. The log
@@ -97,10 +106,11 @@ def on_starting(server):
         )
     try:
         open_store(_config.store_url).close()
-    except SchemaTooNew as ex:
+    except (SchemaTooNew, StoreUnusable) as ex:
         raise SystemExit(f"plantstore: {ex}") from None
     except StoreUnavailable:
         pass
+    remember_started_store(_config.store_url)
     if not _config.tokens:
         path = run_token.make()
         os.environ["PLANTSTORE_TOKENS_FILE"] = str(path)

@@ -93,6 +93,25 @@ def sqlite_url(tmp_path):
     return f"sqlite:///{tmp_path / 'plants.db'}"
 
 
+@pytest.fixture(params=["a directory", "a path in /proc", "not a database"])
+def unusable_sqlite(request, tmp_path):
+    """A `PLANTSTORE_STORE` naming a SQLite file that no wait makes usable, and the one line
+    that stops a start for it."""
+    path = tmp_path / "plants.db"
+    reason = "unable to open database file"
+    if request.param == "a directory":
+        path.mkdir()
+    elif request.param == "a path in /proc":
+        path = "/proc/plants.db"
+    else:
+        path.write_text("plants, one a line\n" * 100)
+        reason = "file is not a database"
+    return f"sqlite:///{path}", (
+        "plantstore: PLANTSTORE_STORE must name a SQLite database file that this user can read "
+        f"and write, or make: {path}: {reason}"
+    )
+
+
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store_url(request):
     """The URL of each kind of store in turn, each empty."""

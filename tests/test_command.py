@@ -102,6 +102,12 @@ def test_check_says_in_one_line_that_the_store_is_out_of_reach_and_not_its_url(t
     assert "hunter2" not in line
 
 
+def test_check_says_in_one_line_that_a_sqlite_file_cannot_be_used(tmp_path, unusable_sqlite):
+    url, line = unusable_sqlite
+    result = run([PLANTSTORE, "check"], tmp_path, PLANTSTORE_STORE=url)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", f"{line}\n")
+
+
 def test_serve_help_is_gunicorns_list_of_flags(tmp_path):
     result = run([PLANTSTORE, "serve", "--help"], tmp_path)
     assert result.returncode == 0

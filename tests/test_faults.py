@@ -3,6 +3,7 @@ database file removed acknowledges none after."""
 
 import concurrent.futures
 import os
+import shutil
 import signal
 import sqlite3
 import threading
@@ -132,3 +133,46 @@ def test_a_database_removed_under_load_acknowledges_no_plant_after(tmp_path):
     assert "Traceback" not in error_log
     # No worker made an empty database where the old one was, for the next start to take.
     assert not database.exists()
+
+
+@pytest.mark.parametrize("restart", ["kill -9", "SIGHUP"])
+def test_workers_started_after_a_copy_was_restored_in_place_refuse_it(tmp_path, restart):
+    """`cp plants.db copy.db && mv copy.db plants.db` leaves the running database's log and
+    index in place; new workers, forked in place of killed ones or at a reload, must open
+    neither: the log's writes applied to the copy answer 500 (malformed) or 409 for new ids."""
+    database = tmp_path / "plants.db"
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE=f"sqlite:///{database}", WEB_CONCURRENCY="2"
+        ),
+        log_dir=tmp_path,
+    )
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+    def create(plant_id):
+        body = b'{"id": %d, "name": "plant"}' % plant_id
+        return server.request("POST", "/plants", body, headers)[0]
+
+    try:
+        assert [create(plant_id) for plant_id in range(1, 21)] == [200] * 20
+        shutil.copyfile(database, tmp_path / "copy.db")
+        os.replace(tmp_path / "copy.db", database)
+        before = server.worker_pids()
+        if restart == "kill -9":
+            for worker in before:
+                os.kill(worker, signal.SIGKILL)
+        else:
+            os.kill(server.pid, signal.SIGHUP)
+        wait_for(
+            lambda: (workers := server.worker_pids()) and not set(workers) & set(before),
+            "the workers to be replaced",
+        )
+        created = [create(plant_id) for plant_id in range(21, 41)]
+        ready = [server.request("GET", "/readyz")[0] for _ in range(10)]
+    finally:
+        _, error_log = server.stop()
+
+    assert set(created) == set(ready) == {503}
+    assert "was removed or replaced while in use" in error_log
+    assert "Traceback" not in error_log
+    assert set(stored_plants(database)).isdisjoint(range(21, 41))

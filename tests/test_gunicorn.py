@@ -336,6 +336,16 @@ def test_an_unknown_store_stops_the_start_with_one_line_naming_it():
     )
 
 
+def test_a_sqlite_file_that_cannot_be_used_stops_the_start_with_one_line(tmp_path, unusable_sqlite):
+    """Rather than a traceback from the master, or each worker's and `Worker failed to boot`."""
+    url, line = unusable_sqlite
+    result = start_gunicorn(tmp_path, PLANTSTORE_STORE=url)
+    assert result.returncode != 0
+    # Besides gunicorn's own line that it is starting, which comes before the check.
+    printed = result.stderr.splitlines()
+    assert [text for text in printed if "[INFO] Starting gunicorn" not in text] == [line]
+
+
 @pytest.mark.parametrize(("store", "workers"), [("memory", 1), ("sqlite", os.cpu_count())])
 def test_workers_default_to_one_for_the_memory_store_and_the_cores_for_a_shared_one(
     tmp_path, store, workers

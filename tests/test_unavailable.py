@@ -7,6 +7,7 @@ restart may take for the store's own.
 import errno
 import io
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 from psycopg import sql
 
 from plantstore.app import create_app
+from plantstore.stores import open_store, remember_started_store, sqlite
 from plantstore.stores.postgres import OUTAGE_WAIT_SECONDS, REQUEST_SECONDS, PostgresStore
 from plantstore.stores.sqlite import SqliteStore
 from tests.conftest import TOKEN
@@ -165,10 +167,86 @@ def test_a_sqlite_file_removed_or_replaced_in_use_is_refused_until_a_restart(
     assert [(r.levelname, r.getMessage()) for r in store_errors] == [
         (
             "ERROR",
-            f"SQLite {path} was removed or replaced while in use: this process refuses every "
-            "request until it restarts, since what it wrote went to a file nobody will open again",
+            f"SQLite {path} was removed or replaced while in use: every request is refused until "
+            "the service restarts (a SIGHUP is not enough), since the plants it acknowledged are "
+            "in the file it started with",
         )
     ]
+
+
+def restore_a_copy(path):
+    """`cp` then `mv`, as a backup taken by copying might be restored: the running database's
+    log and index (`-wal`, `-shm`) stay, and hold writes that the copy does not."""
+    copy = path.with_name("copy.db")
+    shutil.copyfile(path, copy)
+    os.replace(copy, path)
+
+
+def files_at(path):
+    """What the database's files at `path` hold now (None for one that is missing)."""
+    files = (path.with_name(f"{path.name}{suffix}") for suffix in ("", "-wal", "-shm"))
+    return [file.read_bytes() if file.exists() else None for file in files]
+
+
+@pytest.mark.parametrize("change", [remove_database, replace_database, restore_a_copy])
+def test_a_store_opened_after_the_file_the_service_started_with_was_replaced_refuses_it(
+    config, tmp_path, caplog, monkeypatch, change
+):
+    """As a worker started in place of one that died, or at a SIGHUP: it touches nothing at
+    the path, where a copy would meet the log of the file it replaced and mix the two."""
+    monkeypatch.setattr(sqlite, "_started_with", None)
+    path = tmp_path / "plants.db"
+    url = f"sqlite:///{path}"
+    running = open_store(url)
+    try:
+        remember_started_store(url)
+        running.add(1, b'{"name":"fern"}')
+        change(path)
+        before = files_at(path)
+
+        late = open_store(url)
+        client = client_of(config, late)
+        assert_unavailable(client.simulate_post("/plants", json=IVY))
+        assert_unavailable(in_a_thread_of_its_own(lambda: client.simulate_get("/plants/1")))
+        assert_unavailable(client.simulate_get("/readyz"))
+        late.close()
+        assert files_at(path) == before
+    finally:
+        running.close()
+    store_errors = [r for r in caplog.records if r.name == "plantstore.stores.sqlite"]
+    assert [r.getMessage() for r in store_errors] == [
+        f"SQLite {path} was removed or replaced while in use: every request is refused until "
+        "the service restarts (a SIGHUP is not enough), since the plants it acknowledged are "
+        "in the file it started with"
+    ]
+
+
+def damage_the_table(path):
+    """Overwrite the first page of the plants' table with bytes that are no page at all."""
+    with sqlite3.connect(path) as connection:
+        (root,) = connection.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'plants'"
+        ).fetchone()
+        (page_size,) = connection.execute("PRAGMA page_size").fetchone()
+    connection.close()
+    with open(path, "r+b") as database:
+        database.seek((root - 1) * page_size)
+        database.write(b"\xff" * page_size)
+
+
+def test_a_damaged_database_answers_503_and_is_not_ready(config, tmp_path, caplog):
+    path = tmp_path / "plants.db"
+    SqliteStore(str(path)).close()
+    damage_the_table(path)
+    store = SqliteStore(str(path))
+    client = client_of(config, store)
+    try:
+        assert_unavailable(client.simulate_post("/plants", json=FERN))
+        assert_unavailable(client.simulate_get("/plants/1"))
+        assert_unavailable(client.simulate_get("/readyz"))
+    finally:
+        store.close()
+    assert readiness_told(caplog) == [f"not ready: SQLite {path}: database disk image is malformed"]
 
 
 @pytest.fixture

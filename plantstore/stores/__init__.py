@@ -15,6 +15,12 @@ class StoreUnavailable(Exception):
     """
 
 
+class StoreUnusable(Exception):
+    """The configured store can never serve as it is (its SQLite file is not a database, or
+    cannot be opened at all): unlike `StoreUnavailable`, waiting does not help, so a start stops.
+    """
+
+
 class SchemaTooNew(Exception):
     """The database was brought to a schema newer than this code knows: it must not touch it."""
 
@@ -129,6 +135,9 @@ def open_store(
 ) -> PlantStore:
     """Open the store a `PLANTSTORE_STORE` URL names (checked by `plantstore.config`).
 
+    A SQLite store answers only for the file the service started with, once one is remembered
+    (`remember_started_store`).
+
     With `webhook_urls`, it is an `Outbox` too, which writes an event for each of them with
     every change, and calls `on_event` once the change and its events are committed.
 
@@ -141,12 +150,24 @@ def open_store(
 
         return MemoryStore(webhook_urls, on_event)
     if kind == "sqlite":
-        from plantstore.stores.sqlite import SqliteStore
+        from plantstore.stores.sqlite import SqliteStore, started_file
 
-        return SqliteStore(url.removeprefix("sqlite:///"), webhook_urls, on_event)
+        return SqliteStore(
+            url.removeprefix("sqlite:///"), webhook_urls, on_event, started_with=started_file()
+        )
     if kind == "postgresql":
         from plantstore.stores.postgres import PostgresStore
 
         return PostgresStore(url, webhook_urls, on_event)
     # Not the URL itself: a mistyped PostgreSQL URL may hold a password.
     raise ValueError("PLANTSTORE_STORE names no store")
+
+
+def remember_started_store(url: str) -> None:
+    """Make every store opened from now on, here or in a process forked from here, answer only
+    for the database the URL names now: for SQLite, the file at its path (the others have none).
+    """
+    if store_kind(url) == "sqlite":
+        from plantstore.stores.sqlite import remember_started_file
+
+        remember_started_file(url.removeprefix("sqlite:///"))

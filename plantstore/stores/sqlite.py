@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from urllib.parse import quote
 
 from plantstore.events import Event, plant_created, plant_deleted
-from plantstore.stores import Delivery, StoreUnavailable
+from plantstore.stores import Delivery, StoreUnavailable, StoreUnusable
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
@@ -27,6 +27,9 @@ _SWITCH_RETRY_SECONDS = 0.005
 READY_SECONDS = 0.5
 
 logger = logging.getLogger(__name__)
+#: The file (device, inode) the service started with, once gunicorn's master remembers it: the
+#: workers it forks inherit it, and a SIGHUP, which forks new ones from the same master, keeps it.
+_started_with: tuple[int, int] | None = None
 
 
 def _set_up(connection: sqlite3.Connection, busy_timeout: float) -> None:
@@ -55,6 +58,39 @@ def _identity(path: str) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return found.st_dev, found.st_ino
+
+
+def remember_started_file(path: str) -> None:
+    """Make the file at `path` the one that every store this process starts, or forks, answers for.
+
+    gunicorn's master calls it once its own store has made or opened the file. A worker started
+    later (in place of one that died, or after a SIGHUP) then refuses a file put there since,
+    rather than open it: it would meet the write-ahead log of the file it replaced, and read or
+    write both as one database.
+    """
+    global _started_with
+    _started_with = _identity(path)
+
+
+def started_file() -> tuple[int, int] | None:
+    """The file the service started with (see `remember_started_file`), if one was remembered."""
+    return _started_with
+
+
+def _damaged_or_out_of_reach(ex: sqlite3.Error) -> bool:
+    """Whether `ex` says the database cannot serve (its file or disk), rather than a bug.
+
+    `OperationalError`: locked, full, unwritable; `DatabaseError` itself: damaged ("database disk
+    image is malformed", "file is not a database"). Its other kinds (a constraint, a misused
+    statement) are the code's mistakes.
+    """
+    return type(ex) in (sqlite3.OperationalError, sqlite3.DatabaseError)
+
+
+def _transient(ex: sqlite3.Error) -> bool:
+    """Whether `ex` is a lock another connection holds, which waiting may free."""
+    # The primary result code, the low byte of an extended one (SQLITE_BUSY_RECOVERY, ...).
+    return (ex.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _create_plants(connection: sqlite3.Connection) -> None:
@@ -104,12 +140,12 @@ class SqliteStore:
     The database's primary key decides who wins an id, in one statement, so the duplicate rule
     holds across threads and processes.
 
-    It answers only for the file it opened. A file removed or replaced under it stays open,
-    and takes writes that nobody will read again, since whoever opens the path finds another
-    file (or makes an empty one). So after every call it checks that the path still names the
-    file it opened; once it does not, the store refuses every call until the process restarts:
-    reopening the path would quietly serve whatever is there now, most likely an empty database,
-    and only its operator knows whether that is right.
+    It answers only for the file it opened, or for `started_with`. A file removed or replaced
+    under it stays open, and takes writes that nobody will read again, since whoever opens the
+    path finds another file (or makes an empty one). So after every call it checks that the path
+    still names that file; once it does not, the store refuses every call until the service
+    restarts: reopening the path would quietly serve whatever is there now, most likely an empty
+    database, and only its operator knows whether that is right.
 
     With webhook URLs, a change and its events are one transaction, taken with the write
     lock (`BEGIN IMMEDIATE`) so that it never fails half-way for a lock another process holds.
@@ -119,10 +155,13 @@ class SqliteStore:
         webhook_urls: where events go; with none, nothing is written to the outbox.
         on_event: called once a change and its events are committed.
         busy_timeout: seconds a write waits for another process's write before giving up.
+        started_with: the file (device, inode) the service started with: another one at the path
+            is refused without being opened, and a missing one is not made.
 
     Raises:
         SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
-        StoreUnavailable: the database cannot be opened, or stays locked.
+        StoreUnavailable: the database stays locked.
+        StoreUnusable: the file cannot be opened, or is not a database.
     """
 
     def __init__(
@@ -131,6 +170,7 @@ class SqliteStore:
         webhook_urls: Sequence[str] = (),
         on_event: Callable[[], None] | None = None,
         busy_timeout: float = 5.0,
+        started_with: tuple[int, int] | None = None,
     ) -> None:
         self._path = path
         self._webhook_urls = tuple(webhook_urls)
@@ -140,12 +180,22 @@ class SqliteStore:
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._lost: str | None = None
+        # The file this store answers for: the one the service started with, else the one
+        # opened, or made, below.
+        self._file = started_with
+        if started_with is not None and _identity(path) != started_with:
+            self._refuse_from_now_on()  # without opening what is there now
+            return
         try:
-            connection = self._open(create=True)
-        except sqlite3.OperationalError as ex:
-            raise StoreUnavailable(f"SQLite {path}: {ex}") from ex
-        # The file this store answers for: the one just opened, or made.
-        self._file = _identity(path)
+            connection = self._open(create=started_with is None)
+        except sqlite3.Error as ex:
+            if _transient(ex):
+                raise StoreUnavailable(f"SQLite {path}: {ex}") from ex
+            raise StoreUnusable(
+                "PLANTSTORE_STORE must name a SQLite database file that this user can read and "
+                f"write, or make: {path}: {ex}"
+            ) from ex
+        self._file = self._file or _identity(path)
         self._local.connection = self._register(connection)
         with self._served():
             self._migrate(connection)
@@ -204,14 +254,18 @@ class SqliteStore:
         the path every plant takes: the write lock, the log and its sync, which fail when the
         disk is full or the file can no longer be written. A fresh connection also meets what a
         thread opening its first one would: a file that can no longer be opened for writing,
-        which connections opened before go on writing to for a while.
+        which connections opened before go on writing to for a while. Reading the last plant
+        walks the table from its root, as an insert does, so a damaged table is not ready either.
+        The path is checked before it is opened, as it may name another file by now.
         """
         with self._served():
+            self._check_file()
             connection = self._open(
                 create=False, busy_timeout=min(self._busy_timeout, READY_SECONDS)
             )
             try:
                 connection.execute("BEGIN IMMEDIATE")
+                connection.execute("SELECT max(id) FROM plants").fetchone()
                 (version,) = connection.execute("PRAGMA user_version").fetchone()
                 connection.execute(f"PRAGMA user_version = {version}")
                 connection.execute("COMMIT")
@@ -299,24 +353,29 @@ class SqliteStore:
             raise StoreUnavailable(self._lost)
         try:
             yield
-        except sqlite3.OperationalError as ex:
+        except sqlite3.Error as ex:
+            if not _damaged_or_out_of_reach(ex):
+                raise
             self._check_file()
             raise StoreUnavailable(f"SQLite {self._path}: {ex}") from ex
         self._check_file()
 
     def _check_file(self) -> None:
-        """Refuse every call from now on, and say why in the log once, if the file was replaced."""
-        if _identity(self._path) == self._file:
-            return
+        """Refuse every call from now on if the file was replaced."""
+        if _identity(self._path) != self._file:
+            self._refuse_from_now_on()
+            raise StoreUnavailable(self._lost)
+
+    def _refuse_from_now_on(self) -> None:
+        """Refuse every call from now on, saying why in the log once: the file was replaced."""
         with self._lock:
             if self._lost is None:
                 self._lost = (
-                    f"SQLite {self._path} was removed or replaced while in use: this process "
-                    "refuses every request until it restarts, since what it wrote went to a "
-                    "file nobody will open again"
+                    f"SQLite {self._path} was removed or replaced while in use: every request "
+                    "is refused until the service restarts (a SIGHUP is not enough), since the "
+                    "plants it acknowledged are in the file it started with"
                 )
                 logger.error("%s", self._lost)
-        raise StoreUnavailable(self._lost)
 
     def _connection(self) -> sqlite3.Connection:
         """The calling thread's connection, opened on its first use."""
