@@ -10,7 +10,7 @@ import logging
 import sys
 
 from plantstore import run_token
-from plantstore.config import ConfigError, read_all
+from plantstore.config import ConfigError, check_workers, read_all
 from plantstore.stores import (
     SchemaTooNew,
     StoreUnavailable,
@@ -43,18 +43,21 @@ def token() -> None:
 def check() -> None:
     """Read every setting and reach the store: open it, ask it whether a write can succeed.
 
+    It refuses what a start would refuse, a second worker for the memory store included.
+
     Says which kind of store is ready, never its URL, which may hold a password.
     """
-    config, _ = _read_settings()
+    config, server = _read_settings()
     # A library's own warnings (psycopg's pool retrying) would add lines to the one answer.
     logging.getLogger().addHandler(logging.NullHandler())
     try:
+        check_workers(config, server.workers)
         store = open_store(config.store_url)
         try:
             store.check_ready()
         finally:
             store.close()
-    except (StoreUnavailable, StoreUnusable, SchemaTooNew) as ex:
+    except (ConfigError, StoreUnavailable, StoreUnusable, SchemaTooNew) as ex:
         raise SystemExit(f"plantstore: {ex}") from None
     print(f"plantstore: ok: the {store_kind(config.store_url)} store is ready")
 

@@ -352,6 +352,15 @@ def _read_log_format(environ: Mapping[str, str]) -> str:
     return raw
 
 
+def check_workers(config: Config, workers: int) -> None:
+    """Refuse more than one worker process for the memory store: each would keep its own dict."""
+    if config.memory and workers > 1:
+        raise ConfigError(
+            "the memory store keeps plants in one process; run one worker "
+            f"(WEB_CONCURRENCY=1), not {workers}"
+        )
+
+
 def read_all(environ: Mapping[str, str] = os.environ) -> tuple[Config, ServerConfig]:
     """Every setting of the service, the app's and the server's: a bad one is a `ConfigError`."""
     config = Config.from_env(environ)

@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 from plantstore import run_token
-from plantstore.config import ConfigError, read_all
+from plantstore.config import ConfigError, check_workers, read_all
 from plantstore.logs import current_request_id
 from plantstore.stores import (
     SchemaTooNew,
@@ -99,14 +99,10 @@ def on_starting(server):
     file only this user can read, and the workers (forked from here) read that file. The log
     names the file, never the token.
     """
-    if _config.memory and server.cfg.workers > 1:
-        raise SystemExit(
-            "plantstore: the memory store keeps plants in one process; run one worker "
-            f"(WEB_CONCURRENCY=1), not {server.cfg.workers}"
-        )
     try:
+        check_workers(_config, server.cfg.workers)
         open_store(_config.store_url).close()
-    except (SchemaTooNew, StoreUnusable) as ex:
+    except (ConfigError, SchemaTooNew, StoreUnusable) as ex:
         raise SystemExit(f"plantstore: {ex}") from None
     except StoreUnavailable:
         pass

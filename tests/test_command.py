@@ -5,7 +5,14 @@ import re
 import subprocess
 import sys
 
-from tests.gunicorn_server import GUNICORN, PLANTSTORE, ROOT, GunicornServer, server_environ
+from tests.gunicorn_server import (
+    GUNICORN,
+    PLANTSTORE,
+    ROOT,
+    GunicornServer,
+    run_to_exit,
+    server_environ,
+)
 
 ACCESS_LOG_LINE = re.compile(
     r'127\.0\.0\.1 request_id=\S+ "POST /plants" status=200 duration_us=\d+'
@@ -13,14 +20,7 @@ ACCESS_LOG_LINE = re.compile(
 
 
 def run(command, cwd, **environ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        command,
-        cwd=cwd,
-        env=server_environ(TMPDIR=str(cwd), **environ),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_to_exit(command=command, cwd=cwd, TMPDIR=str(cwd), **environ)
 
 
 def test_serve_runs_the_service_from_any_directory_with_a_token_the_command_made(tmp_path):
@@ -89,6 +89,16 @@ def test_check_stops_at_a_bad_setting_with_its_one_line(tmp_path):
         1,
         "",
         "plantstore: GUNICORN_THREADS must be a whole number of at least 1, not 'lots'\n",
+    )
+
+
+def test_check_refuses_a_second_worker_for_the_memory_store_as_a_start_does(tmp_path):
+    result = run([PLANTSTORE, "check"], tmp_path, WEB_CONCURRENCY="2")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1,
+        "",
+        "plantstore: the memory store keeps plants in one process; run one worker "
+        "(WEB_CONCURRENCY=1), not 2\n",
     )
 
 
