@@ -23,6 +23,8 @@ DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
 DEFAULT_STORE = MEMORY_URL
 #: Seconds a request's body has to arrive, from the end of its head, unless configured.
 DEFAULT_BODY_TIMEOUT = 10
+#: Threads in each gunicorn worker, unless configured.
+DEFAULT_THREADS = 8
 #: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.
 DEFAULT_WEBHOOK_TIMEOUT = 5
 #: Seconds after an event's creation after which a failing delivery is given up: a day.
@@ -257,6 +259,8 @@ class Config:
     webhook_secret: str | None = field(default=None, repr=False)
     webhook_timeout: int = DEFAULT_WEBHOOK_TIMEOUT
     webhook_give_up_after: int = DEFAULT_WEBHOOK_GIVE_UP_AFTER
+    #: gunicorn's threads in each worker (`GUNICORN_THREADS`): a shared store may hold all but one.
+    threads: int = DEFAULT_THREADS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
@@ -278,6 +282,7 @@ class Config:
             webhook_give_up_after=env_int(
                 environ, "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER", DEFAULT_WEBHOOK_GIVE_UP_AFTER
             ),
+            threads=env_int(environ, "GUNICORN_THREADS", DEFAULT_THREADS, 1),
         )
 
     @property
@@ -296,7 +301,6 @@ class ServerConfig:
     """
 
     workers: int
-    threads: int
     limit_request_line: int
     limit_request_fields: int
     limit_request_field_size: int
@@ -322,7 +326,6 @@ class ServerConfig:
                 minimum=1,
                 blank_ok=False,
             ),
-            threads=env_int(environ, "GUNICORN_THREADS", 8, 1),
             limit_request_line=env_int(environ, "GUNICORN_LIMIT_REQUEST_LINE", 4094),
             limit_request_fields=env_int(environ, "GUNICORN_LIMIT_REQUEST_FIELDS", 100),
             limit_request_field_size=env_int(environ, "GUNICORN_LIMIT_REQUEST_FIELD_SIZE", 8190),

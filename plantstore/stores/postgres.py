@@ -35,8 +35,9 @@ STATEMENT_SECONDS = 0.5
 #: goes on connecting in the background, so a short wait finds the database when it is back,
 #: and gunicorn's threads, freed quickly, stay free for /healthz and /readyz.
 OUTAGE_WAIT_SECONDS = 0.25
-#: Seconds readiness waits for a connection: with its statement, it answers within a second.
-READY_WAIT_SECONDS = 0.4
+#: Seconds readiness waits for a connection: with its statement, and a wait for one of the
+#: worker's store slots (`plantstore.stores.gate`), it answers within a second.
+READY_WAIT_SECONDS = 0.3
 #: Seconds the pool keeps retrying a lost connection in the background, backing off; after
 #: that it gives up and the next request that needs a connection starts a fresh attempt, so
 #: the store is never more than a few seconds late in noticing that the server is back.
