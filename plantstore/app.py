@@ -21,6 +21,7 @@ from plantstore.proxy import ForwardedClient
 from plantstore.resources import Health, Plant, Plants, Readiness
 from plantstore.routing import Router
 from plantstore.stores import PlantStore, StoreUnavailable, open_store, store_kind
+from plantstore.stores.gate import GatedStore
 from plantstore.webhooks import Deliverer
 
 
@@ -34,15 +35,20 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     With webhook URLs configured, it starts this worker's `Deliverer` and stops it at exit
     (a graceful one: gunicorn's worker exits through `sys.exit`), before the store closes.
     The store must then be an `Outbox` too: the one it opens is, woken by each commit.
+
+    A shared store it opens is used by requests through a `GatedStore`, which keeps one of
+    gunicorn's threads out of it; the memory store never waits, so it needs none.
     """
     config = config or Config.from_env()
     committed = threading.Event()
+    served = store
     if store is None:
         store = open_store(config.store_url, config.webhook_urls, committed.set)
         atexit.register(store.close)
+        served = store if config.memory else GatedStore(store, max(config.threads - 1, 1))
 
     outbox = store if config.webhook_urls else None
-    metrics = Metrics(store, store_kind(config.store_url), outbox)
+    metrics = Metrics(served, store_kind(config.store_url), outbox)
     if outbox is not None:
         deliverer = Deliverer(
             outbox,
@@ -83,10 +89,10 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app.add_error_handler(ValidationError, handle_validation_error)
     app.add_error_handler(StoreUnavailable, handle_store_unavailable)
 
-    app.add_route("/plants", Plants(store))
-    app.add_route("/plants/{plant_id}", Plant(store))
+    app.add_route("/plants", Plants(served))
+    app.add_route("/plants/{plant_id}", Plant(served))
     app.add_route("/healthz", Health())
-    app.add_route("/readyz", Readiness(store))
+    app.add_route("/readyz", Readiness(served))
     app.add_route("/openapi.json", OpenApiDocument())
     app.add_route("/metrics", MetricsEndpoint(metrics, public=config.metrics_public))
     add_docs(app)

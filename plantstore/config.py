@@ -23,6 +23,8 @@ DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
 DEFAULT_STORE = MEMORY_URL
 #: Seconds a request's body has to arrive, from the end of its head, unless configured.
 DEFAULT_BODY_TIMEOUT = 10
+#: Threads in each gunicorn worker, unless configured.
+DEFAULT_THREADS = 8
 #: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.
 DEFAULT_WEBHOOK_TIMEOUT = 5
 #: Seconds after an event's creation after which a failing delivery is given up: a day.
@@ -261,6 +263,8 @@ class Config:
     webhook_secret: str | None = field(default=None, repr=False)
     webhook_timeout: int = DEFAULT_WEBHOOK_TIMEOUT
     webhook_give_up_after: int = DEFAULT_WEBHOOK_GIVE_UP_AFTER
+    #: gunicorn's threads in each worker (`GUNICORN_THREADS`): a shared store may hold all but one.
+    threads: int = DEFAULT_THREADS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
@@ -282,6 +286,7 @@ class Config:
             webhook_give_up_after=env_int(
                 environ, "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER", DEFAULT_WEBHOOK_GIVE_UP_AFTER
             ),
+            threads=env_int(environ, "GUNICORN_THREADS", DEFAULT_THREADS, 1),
         )
 
     @property
@@ -300,7 +305,6 @@ class ServerConfig:
     """
 
     workers: int
-    threads: int
     limit_request_line: int
     limit_request_fields: int
     limit_request_field_size: int
@@ -326,7 +330,6 @@ class ServerConfig:
                 minimum=1,
                 blank_ok=False,
             ),
-            threads=env_int(environ, "GUNICORN_THREADS", 8, 1),
             # gunicorn takes a request line limit of 0 as none; 0 fields or a field size of 0
             # as its largest number of fields and 8190 bytes, whatever its documentation says.
             limit_request_line=env_int(

@@ -45,7 +45,7 @@ workers = _server.workers
 # plantstore's gthread worker answers what gunicorn refuses itself with the JSON Error body,
 # and bounds the time a request's body has to arrive (see plantstore/worker.py).
 worker_class = "plantstore.worker.EdgeWorker"
-threads = _server.threads
+threads = _config.threads
 
 # Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.
 forwarded_allow_ips = str(_config.forwarded_allow_ips)

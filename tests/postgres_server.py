@@ -7,9 +7,12 @@
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 #: An existing server to test against instead, as a libpq URL of a database from which the
@@ -70,6 +73,24 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop at once, ending every session, and wait until it is down."""
         self._run("pg_ctl", "stop", "-w", "-m", "fast", "-D", self._data)
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Stop every process of this cluster (SIGSTOP), as a hung server would be, until the
+        block ends; its connections stay open, and nothing answers on them.
+        """
+        postmaster = int((self._data / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGSTOP)
+        # Stopped, it forks no more backends: the list is complete.
+        children = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()
+        processes = [postmaster, *map(int, children)]
+        try:
+            for pid in processes[1:]:
+                os.kill(pid, signal.SIGSTOP)
+            yield
+        finally:
+            for pid in processes:
+                os.kill(pid, signal.SIGCONT)
 
     def remove(self) -> None:
         """Stop it if a test left it running, and remove it."""

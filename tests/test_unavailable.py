@@ -6,6 +6,7 @@ restart may take for the store's own.
 
 import errno
 import io
+import itertools
 import os
 import shutil
 import socket
@@ -14,6 +15,7 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import falcon.testing
 import psycopg
@@ -21,9 +23,11 @@ import pytest
 from psycopg import sql
 
 from plantstore.app import create_app
-from plantstore.stores import open_store, remember_started_store, sqlite
+from plantstore.stores import StoreUnavailable, open_store, remember_started_store, sqlite
+from plantstore.stores.gate import STALLED_SECONDS, GatedStore
 from plantstore.stores.postgres import OUTAGE_WAIT_SECONDS, REQUEST_SECONDS, PostgresStore
-from plantstore.stores.sqlite import SqliteStore
+from plantstore.stores.sqlite import BUSY_TIMEOUT_SECONDS, SqliteStore
+from tests.concurrency import at_once
 from tests.conftest import TOKEN
 from tests.gunicorn_server import GunicornServer, server_environ
 
@@ -395,27 +399,60 @@ def timed(call, *args, **kwargs):
 SLACK = 0.3
 
 
+@contextmanager
+def stopped(cluster):
+    """Stop the cluster (`pg_ctl stop`), which ends every session, and start it after."""
+    cluster.stop()
+    try:
+        yield
+    finally:
+        cluster.start()
+
+
+def frozen(cluster):
+    """Stop the cluster's processes (SIGSTOP): sessions stay open, and nothing answers on them."""
+    return cluster.frozen()
+
+
+@contextmanager
+def locked(path):
+    """Hold SQLite's write lock from another connection, as another process's writer would."""
+    other_process = sqlite3.connect(path, isolation_level=None)
+    other_process.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other_process.execute("ROLLBACK")
+        other_process.close()
+
+
 @pytest.mark.slow
-def test_with_postgresql_down_no_request_waits_past_the_bound(postgres_cluster, fern_on_postgres):
+@pytest.mark.parametrize("halt", [stopped, frozen])
+def test_with_postgresql_down_no_request_waits_past_the_bound(
+    postgres_cluster, fern_on_postgres, halt
+):
+    """Stopped, the server ends its sessions; frozen, it keeps them open and never answers."""
     client = fern_on_postgres
-    postgres_cluster.stop()
 
     def post(n):
         return timed(lambda: client.simulate_post("/plants", json={"id": n, "name": "ivy"}))
 
-    with ThreadPoolExecutor(20) as writers:
-        answers = list(writers.map(post, range(2, 22)))
-    for result, seconds in answers:
+    # The cluster serves again before the writers are joined: a request that never ends fails
+    # the test, and does not hang it.
+    with ThreadPoolExecutor(20) as writers, halt(postgres_cluster):
+        answers = list(writers.map(post, range(2, 22), timeout=REQUEST_SECONDS + 5))
+        for result, seconds in answers:
+            assert_unavailable(result)
+            assert seconds < REQUEST_SECONDS + SLACK
+        # Now that the store knows, a request holds its thread only briefly.
+        for n in range(3):
+            result, seconds = post(n)
+            assert_unavailable(result)
+            assert seconds < OUTAGE_WAIT_SECONDS + SLACK
+        result, seconds = timed(lambda: client.simulate_get("/readyz"))
         assert_unavailable(result)
-        assert seconds < REQUEST_SECONDS + SLACK
-    # Now that the store knows, a request holds its thread only briefly.
-    for n in range(3):
-        result, seconds = post(n)
-        assert_unavailable(result)
-        assert seconds < OUTAGE_WAIT_SECONDS + SLACK
-    result, seconds = timed(lambda: client.simulate_get("/readyz"))
-    assert_unavailable(result)
-    assert seconds < 1
+        assert seconds < 1
+    assert post_until_served(client, {"id": 2, "name": "ivy"}).status_code == 200
 
 
 @pytest.mark.slow
@@ -475,55 +512,168 @@ def test_a_read_only_postgresql_is_not_ready(config, postgres_url):
         store.close()
 
 
-@pytest.mark.slow
-def test_healthz_and_readyz_answer_soon_while_writers_meet_a_stopped_postgresql(
-    postgres_cluster, tmp_path, note_figure
-):
-    """gunicorn's 8 threads are all the service has: a thread the store holds, no one else has."""
+class HeldStore:
+    """A store whose calls wait until `release` is set; `entered` counts those that began."""
+
+    def __init__(self):
+        self.entered = threading.Semaphore(0)
+        self.release = threading.Event()
+
+    def add(self, plant_id, plant):
+        self.entered.release()
+        self.release.wait(timeout=5)
+        return plant
+
+    def check_ready(self):
+        self.add(0, b"")
+
+
+def test_a_store_that_holds_every_slot_is_refused_further_calls_soon():
+    held = HeldStore()
+    gated = GatedStore(held, slots=2)
+    with ThreadPoolExecutor(2) as holders:
+        try:
+            calls = [holders.submit(gated.add, n, b"{}") for n in range(2)]
+            assert all(held.entered.acquire(timeout=5) for _ in calls)
+            for call in [lambda: gated.add(3, b"{}"), gated.check_ready]:
+                started = time.monotonic()
+                with pytest.raises(StoreUnavailable, match="holds all 2 of this worker's slots"):
+                    call()
+                assert time.monotonic() - started < STALLED_SECONDS + SLACK
+        finally:
+            held.release.set()
+        assert [call.result() for call in calls] == [b"{}", b"{}"]
+    assert gated.add(3, b"{}") == b"{}"
+
+
+class BusyStore:
+    """A store that answers every call after 2 ms, as a healthy database under load would."""
+
+    def add(self, plant_id, plant):
+        time.sleep(0.002)
+        return plant
+
+
+def test_a_burst_on_a_store_that_answers_waits_for_its_slots_and_is_served():
+    gated = GatedStore(BusyStore(), slots=2)
+    answers = at_once(8, lambda n: [gated.add(n, b"{}") for _ in range(10)])
+    assert answers == [[b"{}"] * 10] * 8
+
+
+#: The bound of an answer that asks nothing of the store, however busy the store keeps the rest.
+PROMPTLY = 0.5
+HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+
+def writers_meet(server, halt, seconds=8):
+    """Run 20 writers of new plants on `server`; once a plant is kept, enter `halt`, which makes
+    the database stop serving, and probe /healthz and /readyz every 0.1 s for `seconds`.
+
+    Gives every POST's (answer, seconds), the ids answered 200, and each probe's (answer,
+    seconds) by path. The writers are done, and `halt` left, when it returns.
+    """
+    stop, kept_one = threading.Event(), threading.Event()
+    posts, acknowledged = [], []
+    probes = {"/healthz": [], "/readyz": []}
+
+    def write(writer):
+        for plant_id in itertools.count(writer * 1_000_000):
+            if stop.is_set():
+                return
+            body = b'{"id": %d, "name": "ivy"}' % plant_id
+            answer, seconds_taken = timed(server.request, "POST", "/plants", body, HEADERS)
+            posts.append((answer, seconds_taken))
+            if answer[0] == 200:
+                acknowledged.append(plant_id)
+                kept_one.set()
+
+    with ThreadPoolExecutor(20) as writers:
+        running = [writers.submit(write, n) for n in range(20)]
+        try:
+            assert kept_one.wait(30)
+            with halt:
+                deadline = time.monotonic() + seconds
+                while time.monotonic() < deadline:
+                    for path, answers in probes.items():
+                        answers.append(timed(server.request, "GET", path))
+                    stop.wait(0.1)
+                stop.set()
+                for writer in running:
+                    writer.result()
+        finally:
+            stop.set()
+    return posts, acknowledged, probes
+
+
+def served_under_writers(store_url, tmp_path, halt):
+    """`writers_meet` on one gunicorn worker of `store_url`, which must serve again after."""
     server = GunicornServer(
-        server_environ(
-            PLANTSTORE_TOKENS=TOKEN,
-            PLANTSTORE_STORE=postgres_cluster.url(),
-            WEB_CONCURRENCY="1",
-        ),
+        server_environ(PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE=store_url, WEB_CONCURRENCY="1"),
         log_dir=tmp_path,
     )
     try:
         assert server.request("GET", "/readyz")[0] == 200
-        postgres_cluster.stop()
-        stop = threading.Event()
-        posts = []
-        probes = {"/healthz": [], "/readyz": []}
-
-        def write(n):
-            headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
-            body = b'{"id": %d, "name": "ivy"}' % n
-            while not stop.is_set():
-                posts.append(timed(server.request, "POST", "/plants", body, headers))
-
-        with ThreadPoolExecutor(20) as writers:
-            for n in range(20):
-                writers.submit(write, n)
-            deadline = time.monotonic() + 8
-            while time.monotonic() < deadline:
-                for path, answers in probes.items():
-                    answers.append(timed(server.request, "GET", path))
-                stop.wait(0.1)
-            stop.set()
+        posts, acknowledged, probes = writers_meet(server, halt)
+        assert served_again(server)
     finally:
         _, error_log = server.stop()
+    # Said once, with its cause (the database, or the slots it holds), however many probes
+    # were answered 503.
+    assert error_log.count("not ready: ") == 1
+    return posts, acknowledged, probes
 
-    # Said once, with its cause, however many probes were answered 503.
-    assert error_log.count("not ready: PostgreSQL") == 1
 
-    for path, answers, status, bound in [
-        ("POST /plants", posts, 503, REQUEST_SECONDS + SLACK),
-        ("/healthz", probes["/healthz"], 200, 1),
-        ("/readyz", probes["/readyz"], 503, 1 + SLACK),
+def served_again(server, seconds=60):
+    """Bounded poll: whether the service keeps a plant and says it is ready within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        kept = server.request("POST", "/plants", b'{"id": -1, "name": "fern"}', HEADERS)[0]
+        if kept == 200 and server.request("GET", "/readyz")[0] == 200:
+            return True
+    return False
+
+
+def assert_bounded(posts, probes, post_bound, note_figure, what):
+    """Writers' POSTs answered 200, then 503, each within `post_bound`; /healthz always 200 and
+    prompt, /readyz always 503 within a second."""
+    for path, answers, statuses, bound in [
+        ("POST /plants", posts, {200, 503}, post_bound + SLACK),
+        ("/healthz", probes["/healthz"], {200}, PROMPTLY),
+        ("/readyz", probes["/readyz"], {503}, 1 + SLACK),
     ]:
-        assert {answer[0] for answer, _ in answers} == {status}
+        assert {answer[0] for answer, _ in answers} == statuses
         slowest = max(seconds for _, seconds in answers)
-        note_figure(
-            f"PostgreSQL stopped under 20 writers: {len(answers)} {path}, slowest {slowest:.2f} s"
-        )
+        note_figure(f"{what}: {len(answers)} {path}, slowest {slowest:.2f} s")
         assert slowest < bound
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("halt", [stopped, frozen])
+def test_writers_meeting_a_postgresql_that_stops_serving_hold_no_thread_past_the_bound(
+    postgres_cluster, tmp_path, note_figure, halt
+):
+    """gunicorn's 8 threads are all the service has: a thread the store holds, no one else has.
+
+    Stopped, the server ends its sessions; frozen, it keeps them open and never answers.
+    """
+    posts, acknowledged, probes = served_under_writers(
+        postgres_cluster.url(), tmp_path, halt(postgres_cluster)
+    )
+    with psycopg.connect(postgres_cluster.url()) as connection:
+        kept = {plant_id for (plant_id,) in connection.execute("SELECT id FROM plants")}
+    assert set(acknowledged) <= kept
+    what = f"PostgreSQL {halt.__name__} under 20 writers"
+    assert_bounded(posts, probes, REQUEST_SECONDS, note_figure, what)
+
+
+@pytest.mark.slow
+def test_writers_meeting_a_locked_sqlite_database_hold_no_thread_past_the_bound(
+    tmp_path, note_figure
+):
+    """Each write waits for the lock up to its busy timeout: not every thread at once."""
+    path = tmp_path / "plants.db"
+    posts, acknowledged, probes = served_under_writers(f"sqlite:///{path}", tmp_path, locked(path))
+    kept = {plant_id for (plant_id,) in sqlite3.connect(path).execute("SELECT id FROM plants")}
+    assert set(acknowledged) <= kept
+    what = "SQLite locked for 8 s under 20 writers"
+    assert_bounded(posts, probes, BUSY_TIMEOUT_SECONDS, note_figure, what)

@@ -1,8 +1,11 @@
 """A store in PostgreSQL: durable, and shared by every process on every machine."""
 
+import math
+import socket
+import threading
 import time
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext, suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext, suppress
 from functools import partial
 from typing import TypeVar
 
@@ -32,8 +35,9 @@ STATEMENT_SECONDS = 0.5
 #: goes on connecting in the background, so a short wait finds the database when it is back,
 #: and gunicorn's threads, freed quickly, stay free for /healthz and /readyz.
 OUTAGE_WAIT_SECONDS = 0.25
-#: Seconds readiness waits for a connection: with its statement, it answers within a second.
-READY_WAIT_SECONDS = 0.4
+#: Seconds readiness waits for a connection: with its statement, and a wait for one of the
+#: worker's store slots (`plantstore.stores.gate`), it answers within a second.
+READY_WAIT_SECONDS = 0.3
 #: Seconds the pool keeps retrying a lost connection in the background, backing off; after
 #: that it gives up and the next request that needs a connection starts a fresh attempt, so
 #: the store is never more than a few seconds late in noticing that the server is back.
@@ -142,6 +146,83 @@ def _configure(connection: psycopg.Connection) -> None:
     connection.execute(f"SET statement_timeout = {round(STATEMENT_SECONDS * 1000)}")
 
 
+class _Deadlines:
+    """Shut the socket of a connection still in use at its deadline, so that no call outlives it.
+
+    `statement_timeout` is the server's to enforce, and a server that stops answering (stopped,
+    hung, or cut off by the network) enforces nothing; psycopg has no client-side timeout for a
+    query, and its cancel request needs the server to answer too. Shutting the socket down (not
+    closing it: the descriptor stays libpq's) makes the blocked read fail at once; libpq then
+    marks the connection bad, and the pool throws it away.
+
+    One thread watches every connection in use, waking at the earliest deadline (or every
+    `REQUEST_SECONDS` when there is none): no timer, and no thread, for each call.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._due: dict[psycopg.Connection, float] = {}
+        self._shut: set[psycopg.Connection] = set()
+        self._wake_at = math.inf
+        self._closed = False
+        threading.Thread(target=self._watch, name="plantstore-deadlines", daemon=True).start()
+
+    @contextmanager
+    def bound(self, connection: psycopg.Connection, deadline: float) -> Iterator[None]:
+        """Hold `connection` to `deadline` (`time.monotonic`) while the block runs."""
+        with self._changed:
+            self._due[connection] = deadline
+            if deadline < self._wake_at:
+                self._changed.notify()
+        try:
+            yield
+        except psycopg.OperationalError as ex:
+            if self._forget(connection):
+                raise psycopg.OperationalError(
+                    "no answer in time, so its connection was shut"
+                ) from ex
+            raise
+        finally:
+            if self._forget(connection):
+                # Shut as the block ended otherwise: the pool must not hand it out again.
+                connection.close()
+
+    def _forget(self, connection: psycopg.Connection) -> bool:
+        """Stop watching `connection`; tell whether its deadline shut it."""
+        with self._changed:
+            self._due.pop(connection, None)
+            shut = connection in self._shut
+            self._shut.discard(connection)
+        return shut
+
+    def close(self) -> None:
+        """End the watching thread."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+
+    def _watch(self) -> None:
+        with self._changed:
+            while not self._closed:
+                now = time.monotonic()
+                for connection, deadline in list(self._due.items()):
+                    if deadline <= now:
+                        del self._due[connection]
+                        self._shut.add(connection)
+                        _shut_down(connection)
+                self._wake_at = min(self._due.values(), default=now + REQUEST_SECONDS)
+                self._changed.wait(self._wake_at - now)
+
+
+def _shut_down(connection: psycopg.Connection) -> None:
+    """End the connection's traffic both ways; its descriptor stays open, and libpq's."""
+    with (
+        suppress(OSError, psycopg.Error),
+        socket.fromfd(connection.fileno(), socket.AF_INET, socket.SOCK_STREAM) as copy,
+    ):
+        copy.shutdown(socket.SHUT_RDWR)
+
+
 class PostgresStore:
     """Plants in a PostgreSQL table, through a pool of connections opened in this process.
 
@@ -150,9 +231,10 @@ class PostgresStore:
     connects in the background, so a worker starts even while the database is down, and it
     replaces a connection that broke; meanwhile its methods raise `StoreUnavailable`.
 
-    No call waits on the database longer than `REQUEST_SECONDS` (readiness, a second), and
-    while the database is out of reach a call waits only `OUTAGE_WAIT_SECONDS`: a thread held
-    by the store is one that /healthz and other requests cannot have.
+    No call waits on the database longer than `REQUEST_SECONDS` (readiness, under a second),
+    even when the server stops answering (`_Deadlines`), and while the database is out of reach
+    a call waits only `OUTAGE_WAIT_SECONDS` for a connection: a thread held by the store is one
+    that /healthz and other requests cannot have.
 
     The database's primary key decides who wins an id, in one statement, so the duplicate rule
     holds across processes and machines. Each statement commits on its own (autocommit), and
@@ -195,6 +277,7 @@ class PostgresStore:
             name="plantstore",
             open=True,
         )
+        self._deadlines = _Deadlines()
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
         inserted, kept = self._on_a_connection(
@@ -253,6 +336,7 @@ class PostgresStore:
 
     def close(self) -> None:
         self._pool.close()
+        self._deadlines.close()
 
     def _notify(self) -> None:
         if self._webhook_urls and self._on_event is not None:
@@ -266,28 +350,33 @@ class PostgresStore:
         """Do `work` on a pooled connection; on one the server dropped, do it again on another.
 
         Waits for connections at most `wait` seconds in all, or `OUTAGE_WAIT_SECONDS` while the
-        database is out of reach; each statement of `work` runs at most `STATEMENT_SECONDS`.
+        database is out of reach; each statement of `work` runs at most `STATEMENT_SECONDS`,
+        and `STATEMENT_SECONDS` after `wait` the connection is shut, whatever the server does.
 
         A pooled connection the server dropped while idle (it restarted) fails only when used;
         each is then thrown away, so a restart costs no request. `work` is safe to repeat: a
         plant is only inserted where the id holds none, and a delete whose answer was lost
         changes nothing when repeated (but then answers that it found nothing).
         """
-        deadline = time.monotonic() + wait
+        last_wait = time.monotonic() + wait
+        deadline = last_wait + STATEMENT_SECONDS
         while True:
-            left = deadline - time.monotonic()
+            left = last_wait - time.monotonic()
             if self._out_of_reach:
                 left = min(left, OUTAGE_WAIT_SECONDS)
             connection = None
             try:
-                with self._pool.connection(timeout=left) as connection:
+                with (
+                    self._pool.connection(timeout=left) as connection,
+                    self._deadlines.bound(connection, deadline),
+                ):
                     done = work(connection)
             except _CANNOT_SERVE as ex:
                 dropped = connection is not None and connection.broken
                 if connection is None or dropped:
                     # No connection came in time, or the server dropped the one that did.
                     self._out_of_reach = True
-                if not dropped or time.monotonic() >= deadline:
+                if not dropped or time.monotonic() >= last_wait:
                     raise StoreUnavailable(f"PostgreSQL: {ex}") from ex
             else:
                 self._out_of_reach = False

@@ -23,6 +23,8 @@ from plantstore.stores.sql import (
 
 #: Seconds between attempts to switch a new database to its write-ahead log.
 _SWITCH_RETRY_SECONDS = 0.005
+#: Seconds a write waits for another's lock before the store is reported unavailable.
+BUSY_TIMEOUT_SECONDS = 5.0
 #: Seconds readiness waits for the write lock, at most: a balancer's probe wants an answer soon.
 READY_SECONDS = 0.5
 
@@ -169,7 +171,7 @@ class SqliteStore:
         path: str,
         webhook_urls: Sequence[str] = (),
         on_event: Callable[[], None] | None = None,
-        busy_timeout: float = 5.0,
+        busy_timeout: float = BUSY_TIMEOUT_SECONDS,
         started_with: tuple[int, int] | None = None,
     ) -> None:
         self._path = path
