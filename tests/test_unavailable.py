@@ -560,6 +560,34 @@ def test_a_burst_on_a_store_that_answers_waits_for_its_slots_and_is_served():
     assert answers == [[b"{}"] * 10] * 8
 
 
+class OneLongCallStore(BusyStore):
+    """A loaded store whose call for id 0 lasts until `others_done`, while the rest answer."""
+
+    def __init__(self):
+        self.others_done = threading.Event()
+
+    def add(self, plant_id, plant):
+        if plant_id == 0:
+            self.others_done.wait(timeout=5)
+            return plant
+        return super().add(plant_id, plant)
+
+
+def test_a_long_call_does_not_make_a_store_that_answers_look_stalled():
+    """One slot held by a long call, the other serving on: the others queue for it, and are
+    served however long that takes, since calls keep leaving the store."""
+    store = OneLongCallStore()
+    gated = GatedStore(store, slots=2)
+    with ThreadPoolExecutor(1) as long_call:
+        held = long_call.submit(gated.add, 0, b"{}")
+        try:
+            answers = at_once(6, lambda n: [gated.add(n + 1, b"{}") for _ in range(30)])
+        finally:
+            store.others_done.set()
+        assert held.result() == b"{}"
+    assert answers == [[b"{}"] * 30] * 6
+
+
 #: The bound of an answer that asks nothing of the store, however busy the store keeps the rest.
 PROMPTLY = 0.5
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -633,11 +661,12 @@ def served_again(server, seconds=60):
     return False
 
 
-def assert_bounded(posts, probes, post_bound, note_figure, what):
-    """Writers' POSTs answered 200, then 503, each within `post_bound`; /healthz always 200 and
-    prompt, /readyz always 503 within a second."""
+def assert_bounded(posts, probes, store_bound, note_figure, what):
+    """Writers' POSTs answered 200, then 503, each within `store_bound` in the store after at
+    most `STALLED_SECONDS` waiting for a slot; /healthz always 200 and prompt, /readyz always
+    503 within a second."""
     for path, answers, statuses, bound in [
-        ("POST /plants", posts, {200, 503}, post_bound + SLACK),
+        ("POST /plants", posts, {200, 503}, STALLED_SECONDS + store_bound + SLACK),
         ("/healthz", probes["/healthz"], {200}, PROMPTLY),
         ("/readyz", probes["/readyz"], {503}, 1 + SLACK),
     ]:

@@ -7,10 +7,10 @@ from contextlib import contextmanager
 
 from plantstore.stores import PlantStore, StoreUnavailable
 
-#: Seconds the oldest call in the store may last before a call that finds no free slot is
-#: refused rather than kept waiting for one: far more than a store that answers takes, and far
-#: less than a probe waits.
-STALLED_SECONDS = 0.1
+#: Seconds with every slot taken and no call answered, after which the store is taken to answer
+#: no more and a call that finds no free slot is refused rather than kept waiting: longer than
+#: a loaded database goes between two answers, far shorter than a probe waits.
+STALLED_SECONDS = 0.25
 
 
 class GatedStore:
@@ -22,11 +22,14 @@ class GatedStore:
     thread. So at most `slots` calls are in the store at a time, and the thread left over
     serves /healthz, the refusals and everything else at once.
 
-    A call that finds every slot taken waits for one while the store answers (its oldest call
-    began less than `STALLED_SECONDS` ago), so a burst of requests on a healthy store is served,
-    not refused; once the store answers no more, it is refused at once (`StoreUnavailable`, a
-    503 with `Retry-After`). Readiness takes a slot too: a flood of probes holds no more threads
-    than requests may.
+    A call that finds every slot taken waits for one while the store answers: while some call
+    came back answered, or the oldest call in it began, less than `STALLED_SECONDS` ago. A call
+    that fails does not count: a database that is down fails calls steadily. So a burst on a
+    healthy but loaded store is served, however long each call queues in the database (a
+    SQLite write waits for the ones before it), not refused; once the store answers no more,
+    the call is refused (`StoreUnavailable`, a 503 with `Retry-After`), as is every call after
+    it at once until one leaves. Readiness takes a slot too: a flood of probes holds no more
+    threads than requests may.
     """
 
     def __init__(self, store: PlantStore, slots: int) -> None:
@@ -35,6 +38,9 @@ class GatedStore:
         self._slot_freed = threading.Condition()
         #: When each call now in the store began, oldest first.
         self._began: list[float] = []
+        #: When a call last came back with an answer: the last sign that the store answers. A
+        #: call that fails (the database down, locked) is no such sign.
+        self._answered = float("-inf")
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
         with self._slot():
@@ -63,19 +69,23 @@ class GatedStore:
     def _slot(self) -> Iterator[None]:
         with self._slot_freed:
             while len(self._began) >= self._slots:
-                stalled_at = self._began[0] + STALLED_SECONDS
+                stalled_at = max(self._began[0], self._answered) + STALLED_SECONDS
                 now = time.monotonic()
                 if now >= stalled_at:
                     raise StoreUnavailable(
-                        f"the store holds all {self._slots} of this worker's slots, the oldest "
-                        f"for over {STALLED_SECONDS} s: it answers slowly or not at all"
+                        f"the store holds all {self._slots} of this worker's slots, and none "
+                        f"has been answered for over {STALLED_SECONDS} s: it answers no more"
                     )
                 self._slot_freed.wait(stalled_at - now)
             began = time.monotonic()
             self._began.append(began)
+        answered = False
         try:
             yield
+            answered = True
         finally:
             with self._slot_freed:
                 self._began.remove(began)
+                if answered:
+                    self._answered = time.monotonic()
                 self._slot_freed.notify()
