@@ -208,6 +208,40 @@ def test_an_answer_later_than_the_timeout_is_a_failure_retried(running, receiver
     assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
 
 
+@pytest.mark.parametrize("running", [{"timeout": 0.5}], indirect=True)
+def test_an_answer_trickling_past_the_timeout_is_a_failure_retried(running, receiver, caplog):
+    """Bytes that keep coming do not stretch the timeout: the attempt ends when it runs out,
+    its status line still unread, long before the answer would have all come."""
+    receiver.answer(200, trickle="head")
+    running.store.add(1, FERN)
+    assert receiver.wait_for(lambda got: receiver.attempts == 1, PATIENCE)
+    arrived = time.monotonic()
+    running.wait_for_failures(1)
+    assert time.monotonic() - arrived < 0.5 + 1.0
+    assert "timed out" in caplog.records[0].getMessage()
+    receiver.answer(200)
+    running.later(1.0)
+    wait_until(lambda: running.store.oldest() is None)
+    assert receiver.attempts == 2
+
+
+@pytest.mark.parametrize("running", [{"timeout": 0.5}], indirect=True)
+def test_a_2xx_acknowledges_though_its_body_trickles_past_the_timeout(running, receiver):
+    """The status is the answer: the body is read only until the timeout, then dropped with
+    its connection, and the next delivery takes a new one."""
+    receiver.answer(200, trickle="body")
+    running.store.add(1, FERN)
+    assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    arrived = time.monotonic()
+    wait_until(lambda: running.store.oldest() is None)
+    assert time.monotonic() - arrived < 0.5 + 1.0
+    assert (running.failed(), receiver.attempts) == (0, 1)
+    receiver.answer(200)
+    running.store.add(2, FERN)
+    assert receiver.wait_for(lambda got: len(got) == 2, PATIENCE)
+    assert running.failed() == 0
+
+
 @pytest.mark.parametrize("running", [{"give_up_after": 10.0}], indirect=True)
 def test_a_delivery_failing_past_the_bound_is_given_up_with_an_error(running, receiver, caplog):
     receiver.answer(500)
