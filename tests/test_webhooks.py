@@ -426,6 +426,50 @@ def test_without_urls_no_delivery_runs_and_no_event_is_kept(at_exit):
     assert "plantstore_webhook_oldest_pending_seconds 0.0" in client.simulate_get("/metrics").text
 
 
+class RetriesNoted(MemoryStore):
+    """A memory store that notes the time each retry is put off until."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.retries: list[float] = []
+
+    def retry(self, delivery, at: float) -> None:
+        self.retries.append(at)
+        super().retry(delivery, at)
+
+
+def test_a_retry_waits_a_random_time_up_to_the_backoff(receiver):
+    """Full jitter, by default: each wait is drawn from [0, backoff], so that deliveries that
+    failed together (a subscriber's outage) do not all come back at once."""
+    receiver.answer(500)
+    wake = threading.Event()
+    store = RetriesNoted([receiver.url], wake.set)
+    # The clock stands still, a second ahead: every event made now is due, each wait is
+    # exactly its retry's time less `now`, and no retry comes due.
+    now = time.time() + 1.0
+    deliverer = Deliverer(
+        store,
+        [receiver.url],
+        wake,
+        Webhook(SECRET),
+        Metrics(store, "memory", store),
+        timeout=2.0,
+        give_up_after=3600.0,
+        clock=lambda: now,
+    )
+    deliverer.start()
+    try:
+        for plant_id in range(20):
+            store.add(plant_id, FERN)
+        wait_until(lambda: len(store.retries) == 20)
+    finally:
+        deliverer.stop()
+    waits = [at - now for at in store.retries]
+    assert all(0 <= wait <= backoff(1) for wait in waits)
+    # All 20 in one half of the range would come once in half a million runs.
+    assert min(waits) < backoff(1) / 2 < max(waits)
+
+
 @pytest.mark.parametrize(
     ("attempts", "ceiling"),
     [(1, 1.0), (2, 2.0), (3, 4.0), (12, 2048.0), (13, 3600.0), (10**6, 3600.0)],
