@@ -2,8 +2,9 @@
 
 A socket's timeout bounds each read alone, and urllib3's `Timeout(total=...)` only sets it
 once, before the answer is read: a server sending a byte a second holds the request for as
-long as it likes. Here each read of the answer, its status line and headers as its body, gets
-what is left of the request's total time, so that the request ends when it runs out.
+long as it likes. Here each read of the answer, of its status line and headers as of its
+body, gets what is left of the request's total time, so that the request ends when it runs
+out.
 """
 
 import http.client
