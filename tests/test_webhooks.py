@@ -323,6 +323,14 @@ def test_a_slow_subscriber_holds_up_no_other(receiver):
     assert receiver.events().keys() == slow.events().keys()
 
 
+def test_senders_keep_their_connections(running, receiver):
+    """A short answer's body is read, so that its connection carries the next delivery."""
+    for plant_id in range(3 * SENDERS):
+        running.store.add(plant_id, FERN)
+    assert receiver.wait_for(lambda got: len(got) == 3 * SENDERS, PATIENCE)
+    assert receiver.connections <= SENDERS
+
+
 @pytest.mark.parametrize("running", [{"timeout": 0.5}], indirect=True)
 def test_stop_ends_within_the_timeout_and_leaves_the_undelivered(running, receiver):
     receiver.hold()

@@ -51,6 +51,8 @@ class WebhookReceiver:
         #: Deliveries whose signature verified, acknowledged or not.
         self.attempts = 0
         self.unverified = 0
+        #: Connections accepted: fewer than deliveries when senders keep theirs.
+        self.connections = 0
         self.status = 200
         self.delay = 0.0
         self.trickle: str | None = None
@@ -168,6 +170,11 @@ class WebhookReceiver:
         class Handler(http.server.BaseHTTPRequestHandler):
             # Keep-alive, as a real subscriber's server offers it.
             protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                with receiver._changed:
+                    receiver.connections += 1
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
