@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import urllib3
 from standardwebhooks import Webhook
 
+from plantstore.deadline_http import pool_manager
 from plantstore.metrics import Metrics
 from plantstore.stores import Delivery, Outbox, StoreUnavailable
 
@@ -38,6 +39,10 @@ FIRST_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 3600.0
 #: Seconds a claim outlives an attempt's timeout: time to record its outcome.
 LEASE_MARGIN_SECONDS = 5.0
+#: An answer's body, read so that its connection can carry the next attempt, when it is no
+#: longer than this; a longer one (or one of unknown length) is left unread, its connection
+#: closed.
+ANSWER_BYTES = 65536
 
 
 def backoff(attempts: int) -> float:
@@ -97,7 +102,8 @@ class Deliverer:
         self._lock = threading.Lock()
         # Keep-alive per subscriber's host, a connection for each sender: URLs on one host
         # share its pool, which then holds one for each of their senders.
-        self._http = urllib3.PoolManager(
+        # Each answer is read by the attempt's deadline, however slowly it comes.
+        self._http = pool_manager(
             num_pools=max(10, len(self._urls)), maxsize=SENDERS * max(1, len(self._urls))
         )
         # Daemon threads: a process that exits without `stop` (SIGKILL aside) must not hang
@@ -256,7 +262,8 @@ class Deliverer:
         }
         try:
             # No retries and no redirects here: a failure is retried by the outbox, with
-            # backoff, and a redirect is not an acknowledgement.
+            # backoff, and a redirect is not an acknowledgement. The status is the answer:
+            # the body is read, if at all, only to keep the connection.
             response = self._http.request(
                 "POST",
                 delivery.url,
@@ -265,6 +272,7 @@ class Deliverer:
                 timeout=self._timeout,
                 retries=False,
                 redirect=False,
+                preload_content=False,
             )
         except urllib3.exceptions.NewConnectionError:
             return "could not connect"
@@ -272,9 +280,20 @@ class Deliverer:
             return "timed out"
         except urllib3.exceptions.HTTPError as ex:
             return type(ex).__name__
+        _let_go(response)
         if 200 <= response.status < 300:
             return None
         return f"answered {response.status}"
+
+
+def _let_go(response: urllib3.BaseHTTPResponse) -> None:
+    """Give the answer's connection back for the next attempt: with the rest of its body read
+    (by the attempt's deadline, as its head was) if it says it is short, else closed."""
+    if response.length_remaining is not None and response.length_remaining <= ANSWER_BYTES:
+        response.drain_conn()
+    else:
+        response.close()
+    response.release_conn()
 
 
 def _start_again(deliverer: "weakref.ref[Deliverer]") -> None:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks import Webhook
 
-from tests.webhook_receiver import SECRET, WebhookReceiver
+from tests.webhook_receiver import SECRET, TRICKLE_SECONDS, TRICKLED_BODY, WebhookReceiver
 
 EVENT = b'{"type":"plant.deleted","timestamp":"2026-11-23T19:00:00Z","data":{"id":7}}'
 
@@ -24,6 +24,21 @@ def post(
 ) -> int:
     """Deliver `body` as a sender would, with the signature of `signed` (`body` itself unless
     given) made with `secret`; give the answer's status."""
+    connection = send(receiver, body, secret, timeout, signed)
+    try:
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def send(
+    receiver: WebhookReceiver,
+    body: bytes = EVENT,
+    secret: str = SECRET,
+    timeout: float = 5,
+    signed: bytes | None = None,
+) -> http.client.HTTPConnection:
+    """Send the delivery that `post` does; give the connection, its answer still unread."""
     now = datetime.now(tz=UTC)
     headers = {
         "webhook-id": "msg_1",
@@ -32,11 +47,8 @@ def post(
         "Content-Type": "application/json",
     }
     connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=timeout)
-    try:
-        connection.request("POST", "/hooks", body, headers)
-        return connection.getresponse().status
-    finally:
-        connection.close()
+    connection.request("POST", "/hooks", body, headers)
+    return connection
 
 
 def test_it_records_a_delivery_signed_with_its_secret():
@@ -72,6 +84,41 @@ def test_a_held_delivery_gets_no_answer_until_released():
             post(receiver, EVENT, timeout=0.3)
         receiver.release()
         assert post(receiver, EVENT) == 200
+
+
+def test_a_held_delivery_is_answered_as_the_receiver_was_told_when_it_arrived():
+    """So that a test may hold failing deliveries, then have new ones succeed, and never count
+    one held as delivered, however its sender went."""
+    with WebhookReceiver() as receiver:
+        receiver.answer(500)
+        receiver.hold()
+        connection = send(receiver)
+        assert receiver.wait_for(lambda got: receiver.attempts == 1, 5)
+        receiver.answer(200)
+        receiver.release()
+        assert connection.getresponse().status == 500
+        connection.close()
+        assert receiver.events() == {}
+        assert post(receiver, EVENT) == 200
+
+
+@pytest.mark.parametrize("trickle", ["head", "body"])
+def test_a_trickled_answer_comes_a_byte_at_a_time(trickle):
+    with WebhookReceiver() as receiver:
+        receiver.answer(200, trickle=trickle)
+        connection = send(receiver)
+        try:
+            if trickle == "body":
+                head = connection.sock.recv(1024)
+                assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+                assert f"Content-Length: {len(TRICKLED_BODY)}\r\n".encode() in head
+            started = time.monotonic()
+            got = [connection.sock.recv(1024) for _ in range(4)]
+            assert time.monotonic() - started >= 2 * TRICKLE_SECONDS
+        finally:
+            connection.close()
+    expected = TRICKLED_BODY if trickle == "body" else b"HTTP/1.1 200 OK"
+    assert got == [bytes([byte]) for byte in expected[:4]]
 
 
 def test_a_late_answer_comes_after_its_delay():

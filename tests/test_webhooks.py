@@ -205,7 +205,44 @@ def test_an_answer_later_than_the_timeout_is_a_failure_retried(running, receiver
     assert "timed out" in caplog.records[0].getMessage()
     receiver.release()
     running.later(1.0)
+    wait_until(lambda: running.store.oldest() is None)
+    # The attempt that timed out, once released, was heard too (maybe after the retry): the
+    # subscriber tells it by its id.
+    assert len(receiver.events()) == 1
+
+
+@pytest.mark.parametrize("running", [{"timeout": 0.5}], indirect=True)
+def test_an_answer_trickling_past_the_timeout_is_a_failure_retried(running, receiver, caplog):
+    """Bytes that keep coming do not stretch the timeout: the attempt ends when it runs out,
+    its status line still unread, long before the answer would have all come."""
+    receiver.answer(200, trickle="head")
+    running.store.add(1, FERN)
+    assert receiver.wait_for(lambda got: receiver.attempts == 1, PATIENCE)
+    arrived = time.monotonic()
+    running.wait_for_failures(1)
+    assert time.monotonic() - arrived < 0.5 + 1.0
+    assert "timed out" in caplog.records[0].getMessage()
+    receiver.answer(200)
+    running.later(1.0)
+    wait_until(lambda: running.store.oldest() is None)
+    assert receiver.attempts == 2
+
+
+@pytest.mark.parametrize("running", [{"timeout": 0.5}], indirect=True)
+def test_a_2xx_acknowledges_though_its_body_trickles_past_the_timeout(running, receiver):
+    """The status is the answer: the body is read only until the timeout, then dropped with
+    its connection, and the next delivery takes a new one."""
+    receiver.answer(200, trickle="body")
+    running.store.add(1, FERN)
     assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    arrived = time.monotonic()
+    wait_until(lambda: running.store.oldest() is None)
+    assert time.monotonic() - arrived < 0.5 + 1.0
+    assert (running.failed(), receiver.attempts) == (0, 1)
+    receiver.answer(200)
+    running.store.add(2, FERN)
+    assert receiver.wait_for(lambda got: len(got) == 2, PATIENCE)
+    assert running.failed() == 0
 
 
 @pytest.mark.parametrize("running", [{"give_up_after": 10.0}], indirect=True)
@@ -284,6 +321,14 @@ def test_a_slow_subscriber_holds_up_no_other(receiver):
         finally:
             running.deliverer.stop()
     assert receiver.events().keys() == slow.events().keys()
+
+
+def test_senders_keep_their_connections(running, receiver):
+    """A short answer's body is read, so that its connection carries the next delivery."""
+    for plant_id in range(3 * SENDERS):
+        running.store.add(plant_id, FERN)
+    assert receiver.wait_for(lambda got: len(got) == 3 * SENDERS, PATIENCE)
+    assert receiver.connections <= SENDERS
 
 
 @pytest.mark.parametrize("running", [{"timeout": 0.5}], indirect=True)
@@ -387,6 +432,50 @@ def test_without_urls_no_delivery_runs_and_no_event_is_kept(at_exit):
     threads = [thread.name for thread in threading.enumerate()]
     assert not [name for name in threads if name.startswith("plantstore-webhooks")]
     assert "plantstore_webhook_oldest_pending_seconds 0.0" in client.simulate_get("/metrics").text
+
+
+class RetriesNoted(MemoryStore):
+    """A memory store that notes the time each retry is put off until."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.retries: list[float] = []
+
+    def retry(self, delivery, at: float) -> None:
+        self.retries.append(at)
+        super().retry(delivery, at)
+
+
+def test_a_retry_waits_a_random_time_up_to_the_backoff(receiver):
+    """Full jitter, by default: each wait is drawn from [0, backoff], so that deliveries that
+    failed together (a subscriber's outage) do not all come back at once."""
+    receiver.answer(500)
+    wake = threading.Event()
+    store = RetriesNoted([receiver.url], wake.set)
+    # The clock stands still, a second ahead: every event made now is due, each wait is
+    # exactly its retry's time less `now`, and no retry comes due.
+    now = time.time() + 1.0
+    deliverer = Deliverer(
+        store,
+        [receiver.url],
+        wake,
+        Webhook(SECRET),
+        Metrics(store, "memory", store),
+        timeout=2.0,
+        give_up_after=3600.0,
+        clock=lambda: now,
+    )
+    deliverer.start()
+    try:
+        for plant_id in range(20):
+            store.add(plant_id, FERN)
+        wait_until(lambda: len(store.retries) == 20)
+    finally:
+        deliverer.stop()
+    waits = [at - now for at in store.retries]
+    assert all(0 <= wait <= backoff(1) for wait in waits)
+    # All 20 in one half of the range would come once in half a million runs.
+    assert min(waits) < backoff(1) / 2 < max(waits)
 
 
 @pytest.mark.parametrize(

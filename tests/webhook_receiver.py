@@ -1,8 +1,10 @@
 """A webhook subscriber on loopback, as a real one would be: it verifies every delivery with
 `standardwebhooks` and records what arrives, and it can misbehave on demand (fail, refuse
-connections, answer too late, never answer), so tests can watch the service's deliveries.
+connections, answer too late or a byte at a time, never answer), so tests can watch the
+service's deliveries.
 """
 
+import http
 import http.server
 import threading
 import time
@@ -14,6 +16,10 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 #: A secret in the Standard Webhooks form (`whsec_` and base64), for tests to configure.
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#: Seconds between two bytes of a trickled answer.
+TRICKLE_SECONDS = 0.1
+#: The body of an answer whose body trickles: 10 s of it.
+TRICKLED_BODY = b"ok" * 50
 
 
 @dataclass(frozen=True)
@@ -29,9 +35,13 @@ class Delivery:
 class WebhookReceiver:
     """Listens on 127.0.0.1 until `close`; use it as a context manager.
 
-    It answers each verified delivery with `status` (200 unless told otherwise), a delivery
-    whose signature does not verify with 400 (and counts it in `unverified`), and nothing at
-    all while `hold` is set: then the sender's timeout is what ends its attempt.
+    It answers each verified delivery as it was told when the delivery arrived (200 unless
+    told otherwise), a delivery whose signature does not verify with 400 (and counts it in
+    `unverified`), and nothing at all while `hold` is set: then the sender's timeout is what
+    ends its attempt. A held delivery is answered on `release` as it would have been when it
+    arrived: one held while the receiver answered 500 is never recorded, however the receiver
+    answers by then, so a test can tell an attempt cut off (by a kill, a stop) from a
+    delivery.
     """
 
     def __init__(self, secret: str = SECRET) -> None:
@@ -41,8 +51,11 @@ class WebhookReceiver:
         #: Deliveries whose signature verified, acknowledged or not.
         self.attempts = 0
         self.unverified = 0
+        #: Connections accepted: fewer than deliveries when senders keep theirs.
+        self.connections = 0
         self.status = 200
         self.delay = 0.0
+        self.trickle: str | None = None
         self._released = threading.Event()
         self._released.set()
         self._closed = threading.Event()
@@ -52,9 +65,15 @@ class WebhookReceiver:
 
     # What the receiver does with the next deliveries.
 
-    def answer(self, status: int, delay: float = 0.0) -> None:
-        """Answer `status`, `delay` seconds after the body has arrived (too late, if long)."""
-        self.status, self.delay = status, delay
+    def answer(self, status: int, delay: float = 0.0, trickle: str | None = None) -> None:
+        """Answer `status`, `delay` seconds after the body has arrived (too late, if long).
+
+        With `trickle` "head", the answer comes a byte every `TRICKLE_SECONDS` from its status
+        line on; with "body", its head comes at once and then its body (`TRICKLED_BODY`) a
+        byte at a time. Either way bytes keep coming, and the whole takes far longer than a
+        sender's timeout.
+        """
+        self.status, self.delay, self.trickle = status, delay, trickle
 
     def hold(self) -> None:
         """Keep every delivery waiting, unanswered, until `release`."""
@@ -106,30 +125,44 @@ class WebhookReceiver:
         threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         return server
 
-    def _receive(self, body: bytes, headers: dict[str, str]) -> int:
-        """Verify and record a delivery; give the status to answer it with."""
+    def _receive(self, body: bytes, headers: dict[str, str]) -> tuple[int, str | None]:
+        """Verify and record a delivery; give the status to answer it with, and how it trickles.
+
+        The answer is the one the receiver was told to give when the delivery arrived.
+        """
         try:
             event = self._webhook.verify(body, headers)
         except WebhookVerificationError:
             with self._changed:
                 self.unverified += 1
                 self._changed.notify_all()
-            return 400
+            return 400, None
         received = time.time()
         with self._changed:
             self.attempts += 1
+            status, delay, trickle = self.status, self.delay, self.trickle
             self._changed.notify_all()
         self._released.wait()
         if self._closed.is_set():
-            return 503
+            return 503, None
         # The delay is the subscriber being slow, not the test waiting for something.
-        self._closed.wait(self.delay)
-        status = self.status
+        self._closed.wait(delay)
         if 200 <= status < 300:
             with self._changed:
                 self.deliveries.append(Delivery(headers["webhook-id"], event, received))
                 self._changed.notify_all()
-        return status
+        return status, trickle
+
+    def _trickle(self, answer: bytes, output) -> None:
+        """Write `answer` a byte every `TRICKLE_SECONDS`, until it is all sent, the sender has
+        gone, or the receiver closes."""
+        for byte in answer:
+            if self._closed.wait(TRICKLE_SECONDS):
+                return
+            try:
+                output.write(bytes([byte]))
+            except OSError:
+                return
 
     def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
         receiver = self
@@ -138,13 +171,31 @@ class WebhookReceiver:
             # Keep-alive, as a real subscriber's server offers it.
             protocol_version = "HTTP/1.1"
 
+            def setup(self):
+                super().setup()
+                with receiver._changed:
+                    receiver.connections += 1
+
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 headers = {name.lower(): value for name, value in self.headers.items()}
-                status = receiver._receive(body, headers)
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                status, trickle = receiver._receive(body, headers)
+                if trickle is None:
+                    self.send_response(status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.close_connection = True
+
+                def head(length: int) -> bytes:
+                    line = f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}"
+                    return f"{line}\r\nContent-Length: {length}\r\n\r\n".encode()
+
+                if trickle == "body":
+                    self.wfile.write(head(len(TRICKLED_BODY)))
+                    receiver._trickle(TRICKLED_BODY, self.wfile)
+                else:
+                    receiver._trickle(head(0), self.wfile)
 
             def log_message(self, format, *args):
                 """Quiet: pytest shows what a test asserts, not every request."""
