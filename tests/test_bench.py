@@ -7,6 +7,7 @@ every case, on small stores. The parts over loopback run for a second each under
 import random
 import subprocess
 import sys
+import weakref
 from itertools import count
 
 import pytest
@@ -18,6 +19,7 @@ from bench.stock import Stock, document, fill_postgres, fill_sqlite
 from plantstore.app import create_app
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
+from tests.webhook_receiver import Delivery
 
 #: The floor, and every case the bench holds to a target.
 CASES = ["floor", *inprocess.TARGETS]
@@ -52,6 +54,13 @@ def test_every_success_creates_a_plant_of_its_own():
     replay(success.app, success.environs(count(), 3), 200)
     other_content = Replayer(AUTHORIZED).environ(b'{"id": 2, "name": "other"}')
     replay(success.app, [other_content], 409)
+
+
+def test_weakrefs_exit_hook_is_left_to_the_real_exit(at_exit, monkeypatch):
+    """The webhooks case makes the first urllib3 pool of a session, whose finalizer registers it."""
+    monkeypatch.setattr(weakref.finalize, "_registered_with_atexit", False)
+    weakref.finalize(Delivery, lambda: None)
+    assert weakref.finalize._exitfunc not in at_exit
 
 
 def test_the_pages_part_measures_every_case_on_two_stores():
