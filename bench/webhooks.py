@@ -34,6 +34,8 @@ from tests.webhook_receiver import SECRET, WebhookReceiver
 STORES = ("memory", "sqlite")
 #: Seconds to wait for the last events of a run at a fixed rate, which should come at once.
 ARRIVAL_SECONDS = 60
+#: Creates that warm a server up before its delays are measured; their events are waited for.
+WARM_UP = 200
 
 
 def subscription(url: str) -> dict[str, str]:
@@ -76,7 +78,7 @@ def cost(setup: Setup, rounds: int, seconds: int, connections: int) -> dict[str,
 
 
 @dataclass(frozen=True)
-class Delivery:
+class DeliveryFigures:
     """One store's deliveries: the delays at a fixed rate, and what arrives at full speed."""
 
     paced: LoadResult
@@ -92,7 +94,9 @@ class Delivery:
         return self.paced.valid and self.full_speed.valid
 
 
-def delivery(setup: Setup, rate: float, seconds: int, connections: int) -> dict[str, Delivery]:
+def delivery(
+    setup: Setup, rate: float, seconds: int, connections: int
+) -> dict[str, DeliveryFigures]:
     """For each of `STORES`, the delays from commit to receipt, then delivery at full speed.
 
     First creates at `rate` a second for `seconds` (the Python generator: wrk cannot hold a
@@ -109,24 +113,23 @@ def delivery(setup: Setup, rate: float, seconds: int, connections: int) -> dict[
 
 def _delivery(
     setup: Setup, environ: dict[str, str], rate: float, seconds: int, connections: int
-) -> Delivery:
+) -> DeliveryFigures:
     with (
         subscriber(setup.load_cpu, answering=True) as receiver,
         Server(setup.server_cpu, server_environ(**environ, **subscription(receiver.url))) as server,
     ):
-        server.warm_up(CREATES_BEFORE)
+        server.warm_up(CREATES_BEFORE, WARM_UP)
         paced_ids = creates(0)
         with pinned(setup.load_cpu):
             paced = python_load(server.port, paced_ids, seconds, connections, rate)
-        warm_up = -CREATES_BEFORE.first_id
-        receiver.wait_for(lambda got: len(got) >= warm_up + paced.requests, ARRIVAL_SECONDS)
+        receiver.wait_for(lambda got: len(got) >= WARM_UP + paced.requests, ARRIVAL_SECONDS)
         delays = commit_to_receipt(receiver, paced_ids.first_id)
         start = time.time()
         with pinned(setup.load_cpu):
             full_speed = setup.load(server.port, creates(1), seconds, connections)
         end = time.time()
     during = sum(start <= delivery.received <= end for delivery in list(receiver.deliveries))
-    return Delivery(paced, delays, full_speed, during / (end - start))
+    return DeliveryFigures(paced, delays, full_speed, during / (end - start))
 
 
 def commit_to_receipt(receiver: WebhookReceiver, first_id: int) -> list[float]:
