@@ -12,12 +12,24 @@ import sys
 from contextlib import ExitStack
 from importlib.metadata import version
 
-from bench import inprocess, loopback, memory, pages, postgres
+from bench import inprocess, loopback, memory, pages, postgres, webhooks
 from bench.environs import InvalidRun
+from bench.load import LoadResult
 from bench.profiling import profile
 from bench.server import ROOT
 
-PARTS = ("inprocess", "pages", "loopback", "loopback-pages", "tail", "memory")
+PARTS = (
+    "inprocess",
+    "pages",
+    "loopback",
+    "loopback-webhooks",
+    "delivery",
+    "loopback-pages",
+    "tail",
+    "memory",
+)
+#: The parts served by gunicorn over loopback.
+LOOPBACK_PARTS = {"loopback", "loopback-webhooks", "delivery", "loopback-pages", "tail"}
 LIBRARIES = ("falcon", "marshmallow", "orjson", "gunicorn")
 
 
@@ -51,6 +63,7 @@ def run_inprocess(args) -> bool:
             f"  {name:8} {medians[name]:7.1f} µs  {ratio:4.2f}x floor  "
             f"(target ≤ {limit}x: {verdict(ratio <= limit)})"
         )
+    print(f"  webhooks cost {medians['webhooks'] / medians['success']:4.2f}x success")
     return True
 
 
@@ -80,16 +93,20 @@ def run_pages(args) -> bool:
     return True
 
 
+def invalid_note(run: LoadResult) -> str:
+    """Nothing for a valid run; for another, what was wrong with it."""
+    if run.valid:
+        return ""
+    return f"  INVALID: {run.unexpected} answers not 200, {run.socket_errors} socket errors"
+
+
 def describe_runs(name: str, figures: loopback.Figures) -> str:
     line = (
         f"  {name:18} {figures.per_second:7.0f} req/s  p50 {figures.p50_us / 1000:6.2f} ms"
         f"  p99 {figures.p99_us / 1000:6.2f} ms"
     )
     for run in figures.runs:
-        if not run.valid:
-            line += (
-                f"  INVALID: {run.unexpected} answers not 200, {run.socket_errors} socket errors"
-            )
+        line += invalid_note(run)
     return line
 
 
@@ -124,6 +141,51 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
         }[store]
         print(describe_runs(store, figures) + f"  {share:4.0%} of floor ({target})")
     return floor.valid and all(figures.valid for figures in results.values())
+
+
+def run_loopback_webhooks(setup: loopback.Setup, args) -> bool:
+    print("\nover loopback with webhooks: POST /plants, to a subscriber that never answers")
+    print_setup(setup, args)
+    results = webhooks.cost(setup, args.loopback_rounds, args.seconds, args.connections)
+    floor = results.pop("floor")
+    print(describe_runs("floor", floor))
+    for store in webhooks.STORES:
+        plain, subscribed = results[store], results[f"{store}, webhooks"]
+        share = subscribed.per_second / floor.per_second
+        print(
+            describe_runs(store, plain) + f"  {plain.per_second / floor.per_second:4.0%} of floor"
+        )
+        line = describe_runs(f"{store}, webhooks", subscribed) + f"  {share:4.0%} of floor"
+        line += f", {subscribed.per_second / plain.per_second:4.0%} of {store}"
+        if store == "memory":
+            line += f" (target ≥ 85% of floor: {verdict(share >= 0.85)})"
+        print(line)
+    return all(figures.valid for figures in [floor, *results.values()])
+
+
+def run_delivery(setup: loopback.Setup, args) -> bool:
+    print("\nwebhook delivery: commit to receipt, to a subscriber answering 200 at once")
+    print(
+        f"  POST /plants at {args.delivery_rate} req/s (the python generator) for {args.seconds} s,"
+        f" then at full speed ({setup.generator}) for {args.seconds} s;"
+    )
+    print(
+        f"  gunicorn -c gunicorn.conf.py; server on CPU {setup.server_cpu}, load and subscriber"
+        f" on CPU {setup.load_cpu}; {args.connections} connections; one run each"
+    )
+    results = webhooks.delivery(setup, args.delivery_rate, args.seconds, args.connections)
+    for store, delivery in results.items():
+        p50, p99 = webhooks.percentiles(delivery.delays)
+        paced, full = delivery.paced, delivery.full_speed
+        print(
+            f"  {store:8} {paced.per_second:5.0f} req/s: delay p50 {p50:6.1f} ms  p99 {p99:7.1f} ms"
+            f"  ({len(delivery.delays)} of {paced.requests} events arrived)" + invalid_note(paced)
+        )
+        print(
+            f"  {'':8} {full.per_second:5.0f} req/s: {delivery.delivered_per_second:5.0f} events/s"
+            " delivered meanwhile" + invalid_note(full)
+        )
+    return all(delivery.valid for delivery in results.values())
 
 
 def run_loopback_pages(setup: loopback.Setup, cluster, args) -> bool:
@@ -195,7 +257,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=PARTS,
         metavar="PART",
         help="what to measure (all by default): inprocess (POST, GET /plants/{id}),"
-        " pages (in process), loopback (POST throughput), loopback-pages, tail, memory",
+        " pages (in process), loopback (POST throughput), loopback-webhooks (the same, with"
+        " webhooks to a subscriber that never answers), delivery (webhooks' delay and"
+        " throughput), loopback-pages, tail, memory",
     )
     parser.add_argument("--rounds", type=int, default=15, help="in-process rounds")
     parser.add_argument("--batch", type=int, default=2000, help="in-process requests a round")
@@ -205,6 +269,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--loopback-rounds", type=int, default=3, help="runs of each server")
     parser.add_argument("--seconds", type=int, default=10, help="length of one loopback run")
     parser.add_argument("--connections", type=int, default=8, help="keep-alive connections")
+    parser.add_argument(
+        "--delivery-rate",
+        type=int,
+        default=100,
+        help="creates a second while webhooks' delay is measured (below what delivery can do)",
+    )
     parser.add_argument(
         "--generator",
         choices=("wrk", "python"),
@@ -220,7 +290,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--sqlite-plants", type=int, default=100_000)
     parser.add_argument(
         "--profile",
-        choices=[case.name for case in inprocess.cases()],
+        choices=["floor", *inprocess.TARGETS],
         help="profile this in-process case instead of benchmarking",
     )
     return parser.parse_args(argv)
@@ -237,7 +307,7 @@ def main(argv: list[str]) -> int:
         valid &= run_inprocess(args)
     if "pages" in args.parts:
         valid &= run_pages(args)
-    if {"loopback", "loopback-pages", "tail"} & set(args.parts):
+    if LOOPBACK_PARTS & set(args.parts):
         setup = loopback.choose_setup(args.generator)
         with ExitStack() as stack:
             cluster = None
@@ -249,6 +319,10 @@ def main(argv: list[str]) -> int:
                     cluster = stack.enter_context(postgres.cluster(setup.server_cpu))
             if "loopback" in args.parts:
                 valid &= run_loopback(setup, cluster, args)
+            if "loopback-webhooks" in args.parts:
+                valid &= run_loopback_webhooks(setup, args)
+            if "delivery" in args.parts:
+                valid &= run_delivery(setup, args)
             if "loopback-pages" in args.parts:
                 valid &= run_loopback_pages(setup, cluster, args)
         if "tail" in args.parts:

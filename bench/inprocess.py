@@ -1,5 +1,7 @@
 """In-process: µs per request through the WSGI callable, the app's paths against the floor."""
 
+import atexit
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -20,12 +22,17 @@ from bench.environs import (
 from bench.floor import create_floor_app
 from plantstore.app import create_app
 from plantstore.stores.memory import MemoryStore
+from tests.webhook_receiver import SECRET, WebhookReceiver
 
 #: Plants kept ahead (ids -1 to -1,000) for `GET /plants/{id}` to read, one after another.
 READABLE = 1_000
 
-#: The most each case may cost, as a multiple of the floor's µs per request.
-TARGETS = {"success": 2.5, "get": 2.0, "401": 1.5, "400": 4.0}
+#: The most each case may cost, as a multiple of the floor's µs per request. A create with
+#: webhooks configured is held to a create's: delivering must not slow the request down.
+TARGETS = {"success": 2.5, "webhooks": 2.5, "get": 2.0, "401": 1.5, "400": 4.0}
+#: Seconds a delivery attempt may take in `subscribed_app`: longer than any run, so that its
+#: subscriber's silence costs no retry, and no warning in the log, while the bench runs.
+ATTEMPT_SECONDS = 3600
 
 
 @dataclass
@@ -44,19 +51,42 @@ class Case:
 def cases() -> list[Case]:
     """The floor first, then the app's paths, all on one memory store.
 
-    `POST /plants` created (200, a fresh id each), refused body (400) and no token (401);
-    `GET /plants/{id}` of a plant the store holds (200).
+    `POST /plants` created (200, a fresh id each), also with webhooks configured (see
+    `subscribed_app`), refused body (400) and no token (401); `GET /plants/{id}` of a plant the
+    store holds (200).
     """
     app = create_app(CONFIG, MemoryStore())
+    subscribed = subscribed_app()
     create(app, -READABLE, READABLE)
     post, anonymous, get = Replayer(AUTHORIZED), Replayer(JSON_HEADERS), Replayer(READER, "GET")
     return [
         Case("floor", create_floor_app(), lambda i: post.environ(plant_body(i)), 200),
         Case("success", app, lambda i: post.environ(plant_body(i)), 200),
+        Case("webhooks", subscribed, lambda i: post.environ(plant_body(i)), 200),
         Case("get", app, lambda i: get.environ(path=f"/plants/{-1 - i % READABLE}"), 200),
         Case("400", app, lambda i: post.environ(invalid_body(i)), 400),
         Case("401", app, lambda i: anonymous.environ(plant_body(i)), 401),
     ]
+
+
+def subscribed_app() -> Callable:
+    """The app as a worker builds it with webhooks configured, to a subscriber that never answers.
+
+    `create_app` opens the memory store itself, so each commit wakes the delivery thread, as
+    in a worker; the subscriber takes every delivery and holds it, so the senders wait and
+    the outbox grows with each create. At exit it answers what it holds before the deliverer
+    stops (atexit calls the last registered first), since stopping waits for the attempts
+    under way, and closes once the deliverer has stopped.
+    """
+    silent = WebhookReceiver()
+    silent.hold()
+    atexit.register(silent.close)
+    config = dataclasses.replace(
+        CONFIG, webhook_urls=(silent.url,), webhook_secret=SECRET, webhook_timeout=ATTEMPT_SECONDS
+    )
+    app = create_app(config)
+    atexit.register(silent.release)
+    return app
 
 
 def timed(app: Callable, environs: list[dict], expected: int) -> float:

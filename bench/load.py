@@ -5,6 +5,7 @@ import selectors
 import socket
 import statistics
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import count, cycle
@@ -70,17 +71,23 @@ def _raw(port: int, request: Request) -> bytes:
     return f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
 
 
-def python_load(port: int, workload: Workload, seconds: float, connections: int) -> LoadResult:
+def python_load(
+    port: int, workload: Workload, seconds: float, connections: int, rate: float | None = None
+) -> LoadResult:
     """Keep `connections` keep-alive connections busy for `seconds`, one request in flight each.
 
-    One thread and a selector: the generator's own cost stays low and it needs nothing beyond
-    Python. Each answer is read whole (by its Content-Length) and its status checked.
+    With `rate`, requests go out on a schedule instead, the n-th at n / `rate` seconds, on
+    whichever connection is free then, taken in turn: a load that does not follow the server's
+    speed, which wrk cannot send. One thread and a selector: the generator's own cost stays low
+    and it needs nothing beyond Python. Each answer is read whole (by its Content-Length) and
+    its status checked.
     """
     selector = selectors.DefaultSelector()
     requests = workload.requests()
     latencies: list[int] = []
-    unexpected = socket_errors = 0
+    unexpected = socket_errors = sent = 0
     state: dict[socket.socket, list] = {}
+    idle: deque[socket.socket] = deque()
 
     def send(sock: socket.socket) -> None:
         state[sock] = [time.perf_counter_ns(), b""]
@@ -90,11 +97,17 @@ def python_load(port: int, workload: Workload, seconds: float, connections: int)
         sock = socket.create_connection(("127.0.0.1", port))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         selector.register(sock, selectors.EVENT_READ)
-        send(sock)
+        idle.append(sock)
     start = time.perf_counter()
     deadline = start + seconds
-    while state and time.perf_counter() < deadline:
-        for key, _ in selector.select(timeout=1):
+    while (state or idle) and (now := time.perf_counter()) < deadline:
+        due = start + sent / rate if rate else now
+        while idle and now >= due:
+            send(idle.popleft())
+            sent += 1
+            due = start + sent / rate if rate else now
+        wait = min(due - now, deadline - now) if idle else 1
+        for key, _ in selector.select(timeout=wait):
             sock = key.fileobj
             try:
                 chunk = sock.recv(65536)
@@ -104,7 +117,8 @@ def python_load(port: int, workload: Workload, seconds: float, connections: int)
                 socket_errors += 1
                 selector.unregister(sock)
                 sock.close()
-                del state[sock]
+                if state.pop(sock, None) is None:
+                    idle.remove(sock)
                 continue
             sent_at, received = state[sock]
             received += chunk
@@ -116,9 +130,10 @@ def python_load(port: int, workload: Workload, seconds: float, connections: int)
             latencies.append(time.perf_counter_ns() - sent_at)
             if received[9:12] != b"200":
                 unexpected += 1
-            send(sock)
+            del state[sock]
+            idle.append(sock)
     elapsed = time.perf_counter() - start
-    for sock in state:
+    for sock in [*state, *idle]:
         sock.close()
     selector.close()
     percentiles = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0] * 99

@@ -1,5 +1,7 @@
+import atexit
 import os
 import uuid
+import weakref
 from urllib.parse import urlsplit
 
 import falcon.testing
@@ -43,6 +45,29 @@ def client(app):
 def anonymous(app):
     """A client that sends no credentials."""
     return falcon.testing.TestClient(app)
+
+
+@pytest.fixture
+def at_exit(monkeypatch):
+    """What `create_app` leaves for the process's exit, run when the test ends, as atexit would.
+
+    weakref's own exit hook, which the process's first `weakref.finalize` registers (a urllib3
+    pool's, say), goes to the real exit: run at a test's end, it would turn every finalizer off
+    for the rest of the session, and pools dropped later would leave their sockets open.
+    """
+    registered = []
+    register = atexit.register
+
+    def leave_for_exit(call):
+        if call == weakref.finalize._exitfunc:
+            return register(call)
+        registered.append(call)
+        return call
+
+    monkeypatch.setattr(atexit, "register", leave_for_exit)
+    yield registered
+    for call in reversed(registered):
+        call()
 
 
 @pytest.fixture(scope="session")

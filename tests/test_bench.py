@@ -7,17 +7,35 @@ every case, on small stores. The parts over loopback run for a second each under
 import random
 import subprocess
 import sys
+import weakref
 from itertools import count
+from types import SimpleNamespace
 
+import falcon.testing
 import pytest
 
-from bench import inprocess, pages
-from bench.environs import AUTHORIZED, CONFIG, InvalidRun, Replayer, create, replay, tag_of
-from bench.server import ROOT
+from bench import inprocess, pages, webhooks
+from bench.environs import (
+    AUTHORIZED,
+    CONFIG,
+    READER,
+    InvalidRun,
+    Replayer,
+    create,
+    replay,
+    tag_of,
+)
+from bench.load import Creates, python_load
+from bench.loopback import choose_setup
+from bench.server import ROOT, Server, server_environ
 from bench.stock import Stock, document, fill_postgres, fill_sqlite
 from plantstore.app import create_app
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
+from tests.webhook_receiver import Delivery
+
+#: The webhooks case's delivery threads stop when each test ends.
+pytestmark = pytest.mark.usefixtures("at_exit")
 
 #: The floor, and every case the bench holds to a target.
 CASES = ["floor", *inprocess.TARGETS]
@@ -52,6 +70,39 @@ def test_every_success_creates_a_plant_of_its_own():
     replay(success.app, success.environs(count(), 3), 200)
     other_content = Replayer(AUTHORIZED).environ(b'{"id": 2, "name": "other"}')
     replay(success.app, [other_content], 409)
+
+
+def test_the_webhooks_case_keeps_every_event_for_a_subscriber_that_never_answers():
+    subscribed = case_named("webhooks")
+    replay(subscribed.app, subscribed.environs(count(), 3), 200)
+    metrics = falcon.testing.TestClient(subscribed.app).simulate_get("/metrics", headers=READER)
+    figures = dict(line.split() for line in metrics.text.splitlines() if line.startswith("plant"))
+    assert float(figures["plantstore_webhook_oldest_pending_seconds"]) > 0
+    assert float(figures["plantstore_webhook_events_sent_total"]) == 0
+
+
+def test_weakrefs_exit_hook_is_left_to_the_real_exit(at_exit, monkeypatch):
+    """The webhooks case makes the first urllib3 pool of a session, whose finalizer registers it."""
+    monkeypatch.setattr(weakref.finalize, "_registered_with_atexit", False)
+    weakref.finalize(Delivery, lambda: None)
+    assert weakref.finalize._exitfunc not in at_exit
+
+
+def test_a_delay_runs_from_an_events_commit_to_its_first_receipt():
+    def delivery(webhook_id: str, plant_id: int, received: float) -> Delivery:
+        event = {"type": "plant.created", "timestamp": "2025-01-01T00:00:00.250Z"}
+        return Delivery(webhook_id, {**event, "data": {"id": plant_id}}, received)
+
+    committed = 1735689600.25
+    receiver = SimpleNamespace(
+        deliveries=[
+            delivery("msg_warm_up", -1, committed + 9),
+            delivery("msg_b", 11, committed + 0.5),
+            delivery("msg_a", 10, committed + 0.125),
+            delivery("msg_b", 11, committed + 7),
+        ]
+    )
+    assert webhooks.commit_to_receipt(receiver, first_id=0) == [0.125, 0.5]
 
 
 def test_the_pages_part_measures_every_case_on_two_stores():
@@ -118,9 +169,29 @@ def test_postgresql_is_filled_as_the_service_would_fill_it(postgres_url):
 
 
 @pytest.mark.slow
+def test_a_paced_load_sends_at_its_rate():
+    with Server(None, server_environ(), "bench.floor:app") as server:
+        server.warm_up(Creates(-10), requests=10)
+        paced = python_load(server.port, Creates(0), seconds=1, connections=4, rate=50)
+    assert paced.valid
+    assert paced.requests in (50, 51)
+
+
+@pytest.mark.slow
+def test_every_event_of_a_paced_load_arrives_and_is_timed():
+    setup = choose_setup("python")
+    for store, delivery in webhooks.delivery(setup, rate=50, seconds=1, connections=4).items():
+        assert delivery.valid, store
+        assert len(delivery.delays) == delivery.paced.requests > 0, store
+        assert 0 < delivery.delays[0] <= delivery.delays[-1] < 5, store
+        assert delivery.delivered_per_second > 0, store
+
+
+@pytest.mark.slow
 def test_the_parts_over_loopback_run_and_every_answer_is_200():
     """Every server, load and check, for one second each, with the Python load generator."""
-    arguments = ["--parts", "loopback", "loopback-pages", "tail", "--generator", "python"]
+    arguments = ["--parts", "loopback", "loopback-webhooks", "delivery", "loopback-pages", "tail"]
+    arguments += ["--generator", "python"]
     arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
     done = subprocess.run(
         [sys.executable, "-m", "bench", *arguments],

@@ -4,7 +4,6 @@ Time is driven by a clock the test moves on, and the deliverer is woken as a com
 it: no test waits for a retry's real second.
 """
 
-import atexit
 import logging
 import queue
 import re
@@ -372,16 +371,6 @@ def test_each_event_is_signed_once_per_attempt_with_the_same_body(running, recei
     (delivery,) = receiver.deliveries
     assert orjson.loads(running.store.add(1, FERN)) == {"name": "fern", "tag": "green"}
     assert delivery.event["data"] == {"id": 1, "name": "fern", "tag": "green"}
-
-
-@pytest.fixture
-def at_exit(monkeypatch):
-    """What `create_app` leaves for the process's exit, run when the test ends, as atexit would."""
-    registered = []
-    monkeypatch.setattr(atexit, "register", registered.append)
-    yield registered
-    for call in reversed(registered):
-        call()
 
 
 def service(store_url: str, urls) -> falcon.testing.TestClient:
