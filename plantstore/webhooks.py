@@ -93,6 +93,8 @@ class Deliverer:
         self._jitter = jitter
         self._urls = tuple(urls)
         self._stopping = threading.Event()
+        #: Set when a sender is done with a delivery.
+        self._sender_freed = threading.Event()
         self._unavailable = False
         self._prepare()
 
@@ -143,6 +145,7 @@ class Deliverer:
         """
         self._stopping.set()
         self._wake.set()
+        self._sender_freed.set()
         claimer, *senders = self._threads
         # Its last claim, if it was making one, is queued before the senders are told to end.
         claimer.join()
@@ -154,22 +157,29 @@ class Deliverer:
         self._http.clear()
 
     def _claim_loop(self) -> None:
-        """Claim for each URL as many deliveries as it has idle senders, until none is due."""
+        """Claim for each URL as many deliveries as it has idle senders, until none is due.
+
+        With every sender busy, a commit's events could not be sent now anyway: the loop then
+        waits for a sender to be freed, not for `wake`, which each commit sets. Woken, this
+        thread would take the interpreter from the request that committed, for nothing.
+        """
         while not self._stopping.is_set():
-            # Cleared before claiming: a commit from now on wakes the next round.
+            # Cleared before claiming: a commit or a freed sender from now on wakes the next round.
             self._wake.clear()
-            more = False
+            self._sender_freed.clear()
+            more = idle_anywhere = False
             for lane in self._lanes:
                 with self._lock:
                     idle = lane.idle
                 claimed = self._claim(lane.url, idle) if idle else []
                 with self._lock:
                     lane.idle -= len(claimed)
+                    idle_anywhere |= lane.idle > 0
                 for delivery in claimed:
                     lane.queue.put(delivery)
                 more |= bool(claimed) and len(claimed) == idle
             if not more:
-                self._wake.wait(POLL_SECONDS)
+                (self._wake if idle_anywhere else self._sender_freed).wait(POLL_SECONDS)
 
     def _claim(self, url: str, limit: int) -> list[Delivery]:
         """Claim what is due; while the store cannot serve, nothing (said once in the log).
@@ -209,6 +219,7 @@ class Deliverer:
             finally:
                 with self._lock:
                     lane.idle += 1
+                self._sender_freed.set()
                 self._wake.set()
 
     def _deliver(self, delivery: Delivery) -> None:
