@@ -15,6 +15,7 @@ from plantstore.config import Config
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.postgres_server import EXTERNAL_URL_VARIABLE, PostgresServer, find_bindir
+from tests.webhook_receiver import WebhookReceiver
 
 TOKEN = "test-token-1"
 SECOND_TOKEN = "test-token-2"
@@ -187,3 +188,10 @@ def browser(tmp_path):
 
     with chromium(tmp_path / "profile") as driver:
         yield driver
+
+
+@pytest.fixture
+def receiver():
+    """A subscriber on loopback that verifies every delivery it is sent."""
+    with WebhookReceiver() as opened:
+        yield opened

@@ -48,12 +48,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def receiver():
-    with WebhookReceiver() as opened:
-        yield opened
-
-
 class Service:
     """The service under gunicorn, sending to `receiver`; started again as often as needed.
 

@@ -105,12 +105,6 @@ class Running:
 
 
 @pytest.fixture
-def receiver():
-    with WebhookReceiver() as opened:
-        yield opened
-
-
-@pytest.fixture
 def running(request, receiver):
     """A deliverer to the receiver; `@pytest.mark.parametrize("running", [{...}], indirect=True)`
     gives other arguments.
