@@ -11,6 +11,8 @@ from pathlib import Path
 
 import falcon
 
+from plantstore.routing import options_responder
+
 
 def swagger_ui_assets() -> Path:
     """The directory of Swagger UI's files, as `swagger-ui-py` ships them.
@@ -47,6 +49,10 @@ window.ui = SwaggerUIBundle({
 </body>
 </html>
 """
+
+
+#: What `OPTIONS` answers for a file of the page that exists, as the router answers elsewhere.
+_answer_options = options_responder("GET, HEAD, OPTIONS")
 
 
 class DocsPage:
@@ -94,8 +100,7 @@ class DocsAssets:
         """Answer as `plantstore.routing.Router` does on every path, for a file that exists."""
         if name not in self._names:
             raise falcon.HTTPNotFound()
-        resp.status = falcon.HTTP_204
-        resp.set_header("Allow", "GET, HEAD, OPTIONS")
+        _answer_options(req, resp)
 
 
 def add_docs(app: falcon.App) -> None:

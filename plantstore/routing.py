@@ -17,11 +17,13 @@ class Router(CompiledRouter):
     def map_http_methods(self, resource, **kwargs):
         method_map = super().map_http_methods(resource, **kwargs)
         if "OPTIONS" not in method_map:
-            method_map["OPTIONS"] = _options(", ".join(sorted({*method_map, "OPTIONS"})))
+            method_map["OPTIONS"] = options_responder(", ".join(sorted({*method_map, "OPTIONS"})))
         return method_map
 
 
-def _options(allowed: str):
+def options_responder(allowed: str):
+    """An `OPTIONS` responder answering 204 with `Allow: allowed`."""
+
     def on_options(req, resp, **kwargs):
         resp.status = falcon.HTTP_204
         resp.set_header("Allow", allowed)
