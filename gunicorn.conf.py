@@ -4,4 +4,4 @@ They are the package's own, which `plantstore serve` runs from any directory: gu
 every setting and hook this module holds, imported ones too, so the two cannot differ.
 """
 
-from plantstore.gunicorn_settings import *  # noqa: F403
+from plantstore.serving.settings import *  # noqa: F403

@@ -1,5 +1,5 @@
 """`python -m plantstore`: the `plantstore` command, without its script on the PATH."""
 
-from plantstore.command import main
+from plantstore.serving.command import main
 
 main()

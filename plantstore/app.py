@@ -8,21 +8,22 @@ import orjson
 from marshmallow import ValidationError
 from standardwebhooks import Webhook
 
-from plantstore.auth import BearerAuth
+from plantstore.api.auth import BearerAuth
+from plantstore.api.cors import Cors
+from plantstore.api.docs import add_docs
+from plantstore.api.errors import handle_store_unavailable, handle_validation_error, serialize_error
+from plantstore.api.middleware import BodyLimit, RequestId
+from plantstore.api.openapi import OpenApiDocument
+from plantstore.api.plants import Plant, Plants
+from plantstore.api.routing import Router
 from plantstore.config import Config
-from plantstore.cors import Cors
-from plantstore.docs import add_docs
-from plantstore.errors import handle_store_unavailable, handle_validation_error, serialize_error
-from plantstore.logs import Request
-from plantstore.metrics import Metrics, MetricsEndpoint
-from plantstore.middleware import BodyLimit, RequestId
-from plantstore.openapi import OpenApiDocument
-from plantstore.proxy import ForwardedClient
-from plantstore.resources import Health, Plant, Plants, Readiness
-from plantstore.routing import Router
+from plantstore.operations.health import Health, Readiness
+from plantstore.operations.logs import Request
+from plantstore.operations.metrics import Metrics, MetricsEndpoint
+from plantstore.serving.proxy import ForwardedClient
 from plantstore.stores import PlantStore, StoreUnavailable, open_store, store_kind
 from plantstore.stores.gate import GatedStore
-from plantstore.webhooks import Deliverer
+from plantstore.webhooks.deliverer import Deliverer
 
 
 def create_app(config: Config | None = None, store: PlantStore | None = None) -> falcon.App:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from plantstore.proxy import TrustedProxies
+from plantstore.serving.proxy import TrustedProxies
 from plantstore.stores import MEMORY_URL, store_kind
 
 DEFAULT_MAX_BODY_BYTES = 65536

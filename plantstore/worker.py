@@ -38,10 +38,10 @@ from gunicorn.http.body import ChunkedReader, LengthReader
 from gunicorn.http.message import Request
 from gunicorn.workers.gthread import ThreadWorker
 
+from plantstore.api.errors import error_body
+from plantstore.api.middleware import request_id
 from plantstore.config import DEFAULT_BODY_TIMEOUT, ConfigError
-from plantstore.errors import error_body
-from plantstore.logs import current_request_id
-from plantstore.middleware import request_id
+from plantstore.operations.logs import current_request_id
 from plantstore.refusals import refusal
 from plantstore.stores import SchemaTooNew, StoreUnavailable
 
@@ -62,7 +62,7 @@ LINGER = 2.0
 class EdgeWorker(ThreadWorker):
     """gunicorn's gthread worker, answering for gunicorn as the app does (see the module)."""
 
-    #: gunicorn has no such setting: `plantstore.gunicorn_settings` sets it (GUNICORN_BODY_TIMEOUT).
+    #: gunicorn has no such setting: `plantstore.serving.settings` sets it (GUNICORN_BODY_TIMEOUT).
     body_timeout = DEFAULT_BODY_TIMEOUT
 
     def __init__(self, *args, **kwargs):
@@ -126,7 +126,7 @@ class EdgeWorker(ThreadWorker):
         status, message = refusal(exc)
         rid = request_id(_header(req, "X-REQUEST-ID"))
         peer = addr[0] if isinstance(addr, tuple) else addr or ""
-        # The error log's lines carry the id of the request they concern (plantstore.logs).
+        # The error log's lines carry the id of the request they concern.
         current_request_id.set(rid)
         try:
             if status == 500:

@@ -8,7 +8,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from plantstore.docs import PAGE
+from plantstore.api.docs import PAGE
 from tests.gunicorn_server import ROOT
 from tests.test_read_list_delete import assert_head_answers_as_get
 

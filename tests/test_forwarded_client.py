@@ -5,7 +5,7 @@ import pytest
 
 from plantstore.app import create_app
 from plantstore.config import Config, ConfigError
-from plantstore.proxy import TrustedProxies
+from plantstore.serving.proxy import TrustedProxies
 
 
 def remote_addr_seen(config, peer, forwarded_for):

@@ -7,7 +7,12 @@ import re
 
 import pytest
 
-from plantstore.logs import JsonFormatter, LineFormatter, RequestIdFilter, current_request_id
+from plantstore.operations.logs import (
+    JsonFormatter,
+    LineFormatter,
+    RequestIdFilter,
+    current_request_id,
+)
 from plantstore.stores import StoreUnavailable
 
 

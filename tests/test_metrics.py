@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from plantstore.app import create_app
 from plantstore.config import Config, ConfigError
-from plantstore.metrics import ThreadTallies
+from plantstore.operations.metrics import ThreadTallies
 from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
 from tests.concurrency import at_once

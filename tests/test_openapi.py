@@ -7,8 +7,7 @@ import orjson
 import pytest
 from openapi_spec_validator import validate
 
-from plantstore.events import plant_created, plant_deleted
-from plantstore.schemas import (
+from plantstore.api.schemas import (
     ErrorSchema,
     NewPlantSchema,
     PageQuerySchema,
@@ -16,6 +15,7 @@ from plantstore.schemas import (
     PlantDeletedSchema,
     PlantSchema,
 )
+from plantstore.webhooks.events import plant_created, plant_deleted
 
 
 @pytest.fixture

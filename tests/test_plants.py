@@ -8,9 +8,9 @@ import falcon
 import falcon.testing
 import pytest
 
+from plantstore.api.media import ACCEPTED
+from plantstore.api.schemas import INT64_MESSAGE
 from plantstore.app import create_app
-from plantstore.media import ACCEPTED
-from plantstore.schemas import INT64_MESSAGE
 from tests.conftest import TOKEN
 
 

@@ -6,9 +6,9 @@ import falcon.testing
 import hypothesis.strategies as st
 from hypothesis import given
 
+from plantstore.api.schemas import INT64_MAX, INT64_MIN
 from plantstore.app import create_app
 from plantstore.config import Config
-from plantstore.schemas import INT64_MAX, INT64_MIN
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 

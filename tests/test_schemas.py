@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from marshmallow import ValidationError
 
-from plantstore.schemas import (
+from plantstore.api.schemas import (
     INT64_MAX,
     INT64_MESSAGE,
     INT64_MIN,
@@ -16,8 +16,8 @@ from plantstore.schemas import (
     load_new_plant,
     load_page_query,
     load_plant_id,
-    stored_plant,
 )
+from plantstore.stores import stored_plant
 
 new_plant = NewPlantSchema()
 

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
+from plantstore.api.schemas import INT64_MAX, INT64_MIN
 from plantstore.app import create_app
 from plantstore.config import Config
-from plantstore.schemas import INT64_MAX, INT64_MIN
 from plantstore.stores import PlantStore, open_store, store_kind
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN

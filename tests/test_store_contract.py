@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plantstore.schemas import INT64_MAX, INT64_MIN, PlantSchema
+from plantstore.api.schemas import INT64_MAX, INT64_MIN, PlantSchema
 from plantstore.stores import PlantStore, open_store
 from plantstore.stores.memory import MemoryStore
 from tests.concurrency import at_once

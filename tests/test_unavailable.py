@@ -282,7 +282,7 @@ def fill(path):
 
 
 def readiness_told(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "plantstore.resources"]
+    return [r.getMessage() for r in caplog.records if r.name == "plantstore.operations.health"]
 
 
 def test_a_full_disk_is_not_ready_until_there_is_room_again(config, small_disk, caplog):

@@ -22,7 +22,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from plantstore.webhooks import SENDERS, backoff
+from plantstore.webhooks.deliverer import SENDERS, backoff
 from tests.concurrency import at_once
 from tests.conftest import TOKEN
 from tests.gunicorn_server import GunicornServer, server_environ

@@ -23,10 +23,10 @@ from standardwebhooks import Webhook
 
 from plantstore.app import create_app
 from plantstore.config import Config
-from plantstore.metrics import Metrics
+from plantstore.operations.metrics import Metrics
 from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
-from plantstore.webhooks import SENDERS, Deliverer, backoff, origin
+from plantstore.webhooks.deliverer import SENDERS, Deliverer, backoff, origin
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT, GunicornServer, server_environ
 from tests.test_metrics import scrape_server, sqlite_workers

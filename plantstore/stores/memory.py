@@ -7,8 +7,8 @@ from itertools import count, islice
 import orjson
 from sortedcontainers import SortedList
 
-from plantstore.events import Event, plant_created, plant_deleted
 from plantstore.stores import Delivery
+from plantstore.webhooks.events import Event, plant_created, plant_deleted
 
 
 class MemoryStore:

@@ -12,7 +12,6 @@ from typing import TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from plantstore.events import Event, plant_created, plant_deleted
 from plantstore.stores import Delivery, StoreUnavailable
 from plantstore.stores.sql import (
     claim_statement,
@@ -23,6 +22,7 @@ from plantstore.stores.sql import (
     steps_to_take,
     tag_key,
 )
+from plantstore.webhooks.events import Event, plant_created, plant_deleted
 
 #: Connections a worker may hold: one per thread of the default `GUNICORN_THREADS`.
 POOL_SIZE = 8

@@ -7,8 +7,8 @@ from typing import TypeVar
 
 import orjson
 
-from plantstore.events import Event
 from plantstore.stores import Delivery, SchemaTooNew
+from plantstore.webhooks.events import Event
 
 _Step = TypeVar("_Step")
 

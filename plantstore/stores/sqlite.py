@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from urllib.parse import quote
 
-from plantstore.events import Event, plant_created, plant_deleted
 from plantstore.stores import Delivery, StoreUnavailable, StoreUnusable
 from plantstore.stores.sql import (
     claim_statement,
@@ -20,6 +19,7 @@ from plantstore.stores.sql import (
     steps_to_take,
     tag_key,
 )
+from plantstore.webhooks.events import Event, plant_created, plant_deleted
 
 #: Seconds between attempts to switch a new database to its write-ahead log.
 _SWITCH_RETRY_SECONDS = 0.005

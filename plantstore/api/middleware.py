@@ -7,7 +7,7 @@ from random import randbytes
 import falcon
 from gunicorn.http.errors import NoMoreData, ParseException
 
-from plantstore.logs import ROUTE_KEY, current_request_id
+from plantstore.operations.logs import ROUTE_KEY, current_request_id
 
 #: An incoming X-Request-ID is echoed only when it is this tame: safe in a header and a log line.
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")

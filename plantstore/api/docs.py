@@ -11,7 +11,7 @@ from pathlib import Path
 
 import falcon
 
-from plantstore.routing import options_responder
+from plantstore.api.routing import options_responder
 
 
 def swagger_ui_assets() -> Path:
@@ -97,7 +97,7 @@ class DocsAssets:
             resp.stream = None
 
     def on_options(self, req, resp, name):
-        """Answer as `plantstore.routing.Router` does on every path, for a file that exists."""
+        """Answer as `plantstore.api.routing.Router` does on every path, for a file that exists."""
         if name not in self._names:
             raise falcon.HTTPNotFound()
         _answer_options(req, resp)

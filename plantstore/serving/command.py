@@ -9,8 +9,8 @@ import argparse
 import logging
 import sys
 
-from plantstore import run_token
 from plantstore.config import ConfigError, check_workers, read_all
+from plantstore.serving import run_token
 from plantstore.stores import (
     SchemaTooNew,
     StoreUnavailable,
@@ -30,7 +30,9 @@ def _read_settings():
 def serve(arguments: list[str]) -> None:
     """Run gunicorn with the packaged settings; gunicorn's own flags pass through."""
     _read_settings()
-    from plantstore.server import Server  # imports gunicorn: only once the settings are good
+    from plantstore.serving.server import (
+        Server,  # imports gunicorn: only once the settings are good
+    )
 
     Server(arguments).run()
 

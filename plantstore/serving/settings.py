@@ -1,6 +1,6 @@
 """gunicorn's settings for Plant Store, packaged so that they run from any directory.
 
-`plantstore serve` loads them (`-c python:plantstore.gunicorn_settings`), and so does the
+`plantstore serve` loads them (`-c python:plantstore.serving.settings`), and so does the
 checkout's `gunicorn.conf.py`, which imports this module, so the two cannot differ. Every
 setting can be changed from the environment; a flag on the command line (`--bind`,
 `--workers`, ...) overrides this module. The README's configuration table lists them all.
@@ -11,9 +11,9 @@ import shutil
 import sys
 import tempfile
 
-from plantstore import run_token
 from plantstore.config import ConfigError, check_workers, read_all
-from plantstore.logs import current_request_id
+from plantstore.operations.logs import current_request_id
+from plantstore.serving import run_token
 from plantstore.stores import (
     SchemaTooNew,
     StoreUnavailable,
@@ -76,9 +76,10 @@ access_log_format = (
 # Every line of the error log (stderr) in one format, with the id of the request it concerns:
 # gunicorn's, Falcon's and every library's (see plantstore/logs.py). With PLANTSTORE_LOG_FORMAT
 # json, both logs are one JSON object a line, and access_log_format goes unused.
-logger_class = {"text": "plantstore.logs.Logger", "json": "plantstore.logs.JsonLogger"}[
-    _server.log_format
-]
+logger_class = {
+    "text": "plantstore.operations.logs.Logger",
+    "json": "plantstore.operations.logs.JsonLogger",
+}[_server.log_format]
 
 # gunicorn's control socket is one path per user: several servers on a machine would fight over
 # it, and nothing here uses it.

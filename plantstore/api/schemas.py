@@ -220,12 +220,3 @@ def load_plant_id(text: str) -> int:
 def load_page_query(params: dict) -> dict:
     """Read the query of `GET /plants`: `limit` always, `after` and `tag` when given."""
     return _PAGE_QUERY.load(params)
-
-
-def stored_plant(plant_id: int, plant: bytes) -> bytes:
-    """Give the `StoredPlant` document of a kept `Plant` document: its id first, then its fields.
-
-    A kept plant is a JSON object with at least a name, so the id goes in after its `{`: no
-    parsing and dumping per listed plant. tests/test_schemas.py checks it against the schema.
-    """
-    return b'{"id":%d,%s' % (plant_id, plant[1:])

@@ -6,7 +6,7 @@ from http import HTTPStatus
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
-from plantstore.schemas import (
+from plantstore.api.schemas import (
     DecimalInteger,
     DeletedPlantSchema,
     ErrorSchema,

@@ -1,14 +1,14 @@
 """gunicorn's own application, run with the packaged settings: what `plantstore serve` starts.
 
 Importing this module imports gunicorn, which reads `WEB_CONCURRENCY` and `FORWARDED_ALLOW_IPS`
-as it loads: `plantstore.command` checks the environment first.
+as it loads: `plantstore.serving.command` checks the environment first.
 """
 
 import sys
 
 from gunicorn.app.wsgiapp import WSGIApplication
 
-SETTINGS = "python:plantstore.gunicorn_settings"
+SETTINGS = "python:plantstore.serving.settings"
 
 
 class Server(WSGIApplication):

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 import urllib3
 from standardwebhooks import Webhook
 
-from plantstore.deadline_http import pool_manager
-from plantstore.metrics import Metrics
+from plantstore.operations.metrics import Metrics
 from plantstore.stores import Delivery, Outbox, StoreUnavailable
+from plantstore.webhooks.deadline_http import pool_manager
 
 logger = logging.getLogger(__name__)
 

@@ -1,24 +1,18 @@
-"""The HTTP resources; they know the contract, not how plants are stored."""
+"""`/plants` and `/plants/{id}`: they know the contract, not how plants are stored."""
 
-import logging
-import threading
 from urllib.parse import quote, urlencode
 
 import falcon
 import orjson
 
-from plantstore.errors import store_unavailable
-from plantstore.media import require_json
-from plantstore.schemas import (
+from plantstore.api.media import require_json
+from plantstore.api.schemas import (
     dump_plant,
     load_new_plant,
     load_page_query,
     load_plant_id,
-    stored_plant,
 )
-from plantstore.stores import PlantStore, StoreUnavailable
-
-logger = logging.getLogger(__name__)
+from plantstore.stores import PlantStore, stored_plant
 
 
 class Plants:
@@ -90,47 +84,3 @@ class Plant:
 
 def _not_found(plant_id: int) -> falcon.HTTPNotFound:
     return falcon.HTTPNotFound(title="Not Found", description=f"No plant has id {plant_id}.")
-
-
-class Health:
-    """`/healthz`: the process is up and answering; it asks nothing of the store."""
-
-    auth_required = False
-
-    def on_get(self, req, resp):
-        resp.media = {"status": "ok"}
-
-    on_head = on_get
-
-
-class Readiness:
-    """`/readyz`: whether a write can succeed now, so a balancer sends traffic only then.
-
-    A balancer asks every few seconds: the log hears of a change, with its cause, not of
-    every answer; of the end of a trouble as loudly as of its start, so that whoever reads
-    the one finds the other.
-    """
-
-    auth_required = False
-
-    def __init__(self, store: PlantStore) -> None:
-        self._store = store
-        self._lock = threading.Lock()
-        self._ready = True
-
-    def on_get(self, req, resp):
-        try:
-            self._store.check_ready()
-        except StoreUnavailable as ex:
-            self._note(False, f"not ready: {ex}")
-            raise store_unavailable() from ex
-        self._note(True, "ready again")
-        resp.media = {"status": "ready"}
-
-    on_head = on_get
-
-    def _note(self, ready: bool, why: str) -> None:
-        with self._lock:
-            changed, self._ready = ready != self._ready, ready
-        if changed:
-            logger.warning("%s", why)

@@ -27,11 +27,11 @@ from datetime import UTC, datetime
 import falcon
 from gunicorn import glogging
 
-#: The id of the request this thread serves: set by `plantstore.middleware.RequestId`, and
+#: The id of the request this thread serves: set by `plantstore.api.middleware.RequestId`, and
 #: put back to `-` by gunicorn's `post_request` hook once the request is done.
 current_request_id: ContextVar[str] = ContextVar("current_request_id", default="-")
 
-#: The WSGI environ's key under which `plantstore.middleware.RequestId` leaves the template of
+#: The WSGI environ's key under which `plantstore.api.middleware.RequestId` leaves the template of
 #: the route a request took, for the JSON access log (gunicorn's `{key}e` atom).
 ROUTE_KEY = "plantstore.route"
 

@@ -5,7 +5,7 @@ from collections.abc import Iterable
 
 import falcon
 
-from plantstore.errors import error_body
+from plantstore.api.errors import error_body
 
 REALM = "plantstore"
 

@@ -4,7 +4,7 @@ import os
 import time
 from typing import NamedTuple
 
-from plantstore.schemas import stored_plant
+from plantstore.stores import stored_plant
 
 
 class Event(NamedTuple):

@@ -1,0 +1,1 @@
+"""The HTTP contract: resources, schemas, errors, authentication, the OpenAPI document, docs."""

@@ -1,0 +1,1 @@
+"""Operating the service: metrics, logs, health and readiness."""

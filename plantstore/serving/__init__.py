@@ -1,0 +1,1 @@
+"""Serving: gunicorn's settings and hooks, and the `plantstore` command."""
