@@ -21,6 +21,7 @@ from bench.environs import (
 )
 from bench.floor import create_floor_app
 from plantstore.app import create_app
+from plantstore.runtime import Runtime
 from plantstore.stores.memory import MemoryStore
 from tests.webhook_receiver import SECRET, WebhookReceiver
 
@@ -84,9 +85,11 @@ def subscribed_app() -> Callable:
     config = dataclasses.replace(
         CONFIG, webhook_urls=(silent.url,), webhook_secret=SECRET, webhook_timeout=ATTEMPT_SECONDS
     )
-    app = create_app(config)
+    runtime = Runtime(config)
+    runtime.start()
+    atexit.register(runtime.close)
     atexit.register(silent.release)
-    return app
+    return create_app(config, runtime.store)
 
 
 def timed(app: Callable, environs: list[dict], expected: int) -> float:

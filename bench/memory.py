@@ -17,6 +17,7 @@ from pathlib import Path
 from bench.environs import CONFIG, TOKEN, create
 from plantstore.app import create_app
 from plantstore.config import Config
+from plantstore.runtime import Runtime
 from plantstore.stores.memory import MemoryStore
 
 
@@ -50,7 +51,9 @@ def sqlite_bytes_per_plant(plants: int) -> float:
     """Create `plants` plants in a SQLite store; give the files' size per plant."""
     with tempfile.TemporaryDirectory() as tmp:
         environ = {"PLANTSTORE_TOKENS": TOKEN, "PLANTSTORE_STORE": f"sqlite:///{tmp}/bench.db"}
-        create(create_app(Config.from_env(environ)), 0, plants)
+        config = Config.from_env(environ)
+        with Runtime(config) as runtime:
+            create(create_app(config, runtime.store), 0, plants)
         return sum(path.stat().st_size for path in Path(tmp).iterdir()) / plants
 
 

@@ -1,12 +1,8 @@
-"""The app factory: config → store → resources → middleware → routes."""
-
-import atexit
-import threading
+"""The app factory: config and store → resources → middleware → routes."""
 
 import falcon
 import orjson
 from marshmallow import ValidationError
-from standardwebhooks import Webhook
 
 from plantstore.api.auth import BearerAuth
 from plantstore.api.cors import Cors
@@ -21,52 +17,23 @@ from plantstore.operations.health import Health, Readiness
 from plantstore.operations.logs import Request
 from plantstore.operations.metrics import Metrics, MetricsEndpoint
 from plantstore.serving.proxy import ForwardedClient
-from plantstore.stores import PlantStore, StoreUnavailable, open_store, store_kind
-from plantstore.stores.gate import GatedStore
-from plantstore.webhooks.deliverer import Deliverer
+from plantstore.stores import PlantStore, StoreUnavailable, store_kind
 
 
-def create_app(config: Config | None = None, store: PlantStore | None = None) -> falcon.App:
-    """Build the WSGI app; gunicorn calls this once in each worker.
+def create_app(config: Config, store: PlantStore) -> falcon.App:
+    """Build the WSGI app serving `store`; it starts nothing, and closes nothing.
 
-    A store it opens itself it also closes, when the process exits. gunicorn does not preload
-    the app, so this runs in each worker after the fork and every worker has connections of
-    its own: keep it so.
-
-    With webhook URLs configured, it starts this worker's `Deliverer` and stops it at exit
-    (a graceful one: gunicorn's worker exits through `sys.exit`), before the store closes.
-    The store must then be an `Outbox` too: the one it opens is, woken by each commit.
-
-    A shared store it opens is used by requests through a `GatedStore`, which keeps one of
-    gunicorn's threads out of it; the memory store never waits, so it needs none.
+    Whoever opened the store owns it: under gunicorn, each worker's `plantstore.runtime.Runtime`.
+    With webhook URLs in `config`, the store is also the outbox whose oldest event the metrics
+    report.
     """
-    config = config or Config.from_env()
-    committed = threading.Event()
-    served = store
-    if store is None:
-        store = open_store(config.store_url, config.webhook_urls, committed.set)
-        atexit.register(store.close)
-        served = store if config.memory else GatedStore(store, max(config.threads - 1, 1))
-
     outbox = store if config.webhook_urls else None
-    metrics = Metrics(served, store_kind(config.store_url), outbox)
-    if outbox is not None:
-        deliverer = Deliverer(
-            outbox,
-            config.webhook_urls,
-            committed,
-            Webhook(config.webhook_secret),
-            metrics,
-            config.webhook_timeout,
-            config.webhook_give_up_after,
-        )
-        deliverer.start()
-        atexit.register(deliverer.stop)
+    metrics = Metrics(store, store_kind(config.store_url), outbox)
     # CORS, when on, comes next to the metrics, which only read the answer: Falcon runs
     # `process_response` in the reverse order of this list and (independent middleware, its
     # default) for every request, even one a middleware answered itself. So CORS is the last to
-    # change an answer, whoever wrote it (a responder, an error handler, BearerAuth's 401,
-    # BodyLimit's 413), and sees what the others added to it.
+    # change an answer, whoever wrote it (a responder, an error handler, a 401, a 413), and sees
+    # what the others added to it.
     cors = [Cors(config.cors_origins)] if config.cors_origins else []
     app = falcon.App(
         request_type=Request,
@@ -80,9 +47,9 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
         ],
         router=Router(),
     )
-    # Only JSON is accepted (anything else is 415, as plantstore/media.py decides), read and
-    # written by orjson: fast, and it turns deep nesting, NaN and invalid UTF-8 into a 400
-    # where the stdlib would not.
+    # Only JSON is accepted (anything else is 415, as plantstore/api/media.py decides), read and
+    # written by orjson, which turns deep nesting, NaN and invalid UTF-8 into a 400 where the
+    # stdlib would not.
     json = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers = falcon.media.Handlers({falcon.MEDIA_JSON: json})
     app.resp_options.media_handlers = falcon.media.Handlers({falcon.MEDIA_JSON: json})
@@ -90,10 +57,10 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app.add_error_handler(ValidationError, handle_validation_error)
     app.add_error_handler(StoreUnavailable, handle_store_unavailable)
 
-    app.add_route("/plants", Plants(served))
-    app.add_route("/plants/{plant_id}", Plant(served))
+    app.add_route("/plants", Plants(store))
+    app.add_route("/plants/{plant_id}", Plant(store))
     app.add_route("/healthz", Health())
-    app.add_route("/readyz", Readiness(served))
+    app.add_route("/readyz", Readiness(store))
     app.add_route("/openapi.json", OpenApiDocument())
     app.add_route("/metrics", MetricsEndpoint(metrics, public=config.metrics_public))
     add_docs(app)

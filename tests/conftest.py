@@ -1,7 +1,6 @@
-import atexit
+import contextlib
 import os
 import uuid
-import weakref
 from urllib.parse import urlsplit
 
 import falcon.testing
@@ -12,6 +11,7 @@ from psycopg import sql
 
 from plantstore.app import create_app
 from plantstore.config import Config
+from plantstore.runtime import Runtime
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.postgres_server import EXTERNAL_URL_VARIABLE, PostgresServer, find_bindir
@@ -49,26 +49,15 @@ def anonymous(app):
 
 
 @pytest.fixture
-def at_exit(monkeypatch):
-    """What `create_app` leaves for the process's exit, run when the test ends, as atexit would.
+def worker_app():
+    """Build apps as a gunicorn worker does: on a started `Runtime`, closed when the test ends."""
+    with contextlib.ExitStack() as opened:
 
-    weakref's own exit hook, which the process's first `weakref.finalize` registers (a urllib3
-    pool's, say), goes to the real exit: run at a test's end, it would turn every finalizer off
-    for the rest of the session, and pools dropped later would leave their sockets open.
-    """
-    registered = []
-    register = atexit.register
+        def build(config: Config) -> falcon.App:
+            runtime = opened.enter_context(Runtime(config))
+            return create_app(config, runtime.store)
 
-    def leave_for_exit(call):
-        if call == weakref.finalize._exitfunc:
-            return register(call)
-        registered.append(call)
-        return call
-
-    monkeypatch.setattr(atexit, "register", leave_for_exit)
-    yield registered
-    for call in reversed(registered):
-        call()
+        yield build
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ import pytest
 
 from plantstore.app import create_app
 from plantstore.config import Config
+from plantstore.stores.memory import MemoryStore
 from tests.conftest import SECOND_TOKEN, TOKEN
 
 PLANT = {"id": 1, "name": "fern"}
@@ -64,7 +65,9 @@ def test_a_plant_path_with_the_wrong_method_still_needs_a_token(anonymous):
 
 
 def test_an_app_with_another_token_refuses_ours():
-    client = falcon.testing.TestClient(create_app(Config(tokens=frozenset({"other"}))))
+    client = falcon.testing.TestClient(
+        create_app(Config(tokens=frozenset({"other"})), MemoryStore())
+    )
     result = client.simulate_post(
         "/plants", json=PLANT, headers={"Authorization": f"Bearer {TOKEN}"}
     )

@@ -7,7 +7,6 @@ every case, on small stores. The parts over loopback run for a second each under
 import random
 import subprocess
 import sys
-import weakref
 from itertools import count
 from types import SimpleNamespace
 
@@ -33,9 +32,6 @@ from plantstore.app import create_app
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.webhook_receiver import Delivery
-
-#: The webhooks case's delivery threads stop when each test ends.
-pytestmark = pytest.mark.usefixtures("at_exit")
 
 #: The floor, and every case the bench holds to a target.
 CASES = ["floor", *inprocess.TARGETS]
@@ -79,13 +75,6 @@ def test_the_webhooks_case_keeps_every_event_for_a_subscriber_that_never_answers
     figures = dict(line.split() for line in metrics.text.splitlines() if line.startswith("plant"))
     assert float(figures["plantstore_webhook_oldest_pending_seconds"]) > 0
     assert float(figures["plantstore_webhook_events_sent_total"]) == 0
-
-
-def test_weakrefs_exit_hook_is_left_to_the_real_exit(at_exit, monkeypatch):
-    """The webhooks case makes the first urllib3 pool of a session, whose finalizer registers it."""
-    monkeypatch.setattr(weakref.finalize, "_registered_with_atexit", False)
-    weakref.finalize(Delivery, lambda: None)
-    assert weakref.finalize._exitfunc not in at_exit
 
 
 def test_a_delay_runs_from_an_events_commit_to_its_first_receipt():

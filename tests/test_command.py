@@ -2,6 +2,7 @@
 
 import json
 import re
+import socket
 import subprocess
 import sys
 
@@ -61,15 +62,26 @@ def test_serve_passes_gunicorns_flags_through_to_the_packaged_settings(tmp_path)
 
 
 def test_serve_and_the_checkouts_gunicorn_conf_have_the_same_settings(tmp_path):
+    """gunicorn prints its settings as `--print-config` does, from either way of starting."""
+
     def settings(command, cwd):
-        result = run([*command, "--print-config"], cwd, PLANTSTORE_TOKENS="t")
+        result = run(command, cwd, PLANTSTORE_TOKENS="t")
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()
-        return [line for line in lines if not line.startswith(("chdir ", "config "))]
+        return [
+            line for line in lines if not line.startswith(("chdir ", "config ", "print_config "))
+        ]
 
-    served = settings([PLANTSTORE, "serve"], tmp_path)
-    assert served == settings(GUNICORN, ROOT)
-    assert "worker_class                       = plantstore.worker.EdgeWorker" in served
+    served = settings(
+        [
+            sys.executable,
+            "-c",
+            "from plantstore.serving.server import Server; print(Server([]).cfg)",
+        ],
+        tmp_path,
+    )
+    assert served == settings([*GUNICORN, "--print-config"], ROOT)
+    assert "worker_class                       = gthread" in served
     assert "on_starting                        = <on_starting()>" in served
 
 
@@ -118,8 +130,18 @@ def test_check_says_in_one_line_that_a_sqlite_file_cannot_be_used(tmp_path, unus
     assert (result.returncode, result.stdout, result.stderr) == (1, "", f"{line}\n")
 
 
-def test_serve_help_is_gunicorns_list_of_flags(tmp_path):
-    result = run([PLANTSTORE, "serve", "--help"], tmp_path)
-    assert result.returncode == 0
-    assert result.stdout.startswith("usage: plantstore serve [OPTIONS]")
-    assert "--workers INT" in result.stdout
+def test_serve_help_shows_the_services_own_settings(tmp_path):
+    result = run([PLANTSTORE, "serve", "--help"], tmp_path, GUNICORN_THREADS="5")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: plantstore serve [GUNICORN FLAGS]")
+    assert re.search(r"^  --worker-class +gthread$", result.stdout, re.M)
+    assert re.search(r"^  --threads +5 \(GUNICORN_THREADS\)$", result.stdout, re.M)
+    assert re.search(r"^  --workers +1 ", result.stdout, re.M)
+
+
+def test_a_start_that_cannot_bind_leaves_nothing_behind(tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = run([PLANTSTORE, "serve", f"--bind=127.0.0.1:{port}"], tmp_path)
+    assert result.returncode != 0
+    assert list(tmp_path.iterdir()) == []

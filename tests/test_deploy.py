@@ -6,6 +6,7 @@ import falcon.testing
 
 from plantstore.app import create_app
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
+from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT
 from tests.nginx_proxy import SITE
@@ -29,7 +30,7 @@ def test_the_sites_body_limit_is_the_services_default():
 
 
 def test_the_sites_413_is_the_one_the_service_answers():
-    client = falcon.testing.TestClient(create_app(Config(tokens=frozenset({TOKEN}))))
+    client = falcon.testing.TestClient(create_app(Config(tokens=frozenset({TOKEN})), MemoryStore()))
     answer = client.simulate_post(
         "/plants",
         body=b"x" * (DEFAULT_MAX_BODY_BYTES + 1),

@@ -6,6 +6,7 @@ import pytest
 from plantstore.app import create_app
 from plantstore.config import Config, ConfigError
 from plantstore.serving.proxy import TrustedProxies
+from plantstore.stores.memory import MemoryStore
 
 
 def remote_addr_seen(config, peer, forwarded_for):
@@ -13,7 +14,7 @@ def remote_addr_seen(config, peer, forwarded_for):
     environ = falcon.testing.create_environ(path="/healthz", remote_addr=peer)
     if forwarded_for is not None:
         environ["HTTP_X_FORWARDED_FOR"] = forwarded_for
-    create_app(config)(environ, falcon.testing.StartResponseMock())
+    create_app(config, MemoryStore())(environ, falcon.testing.StartResponseMock())
     return environ["REMOTE_ADDR"]
 
 

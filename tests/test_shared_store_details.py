@@ -1,13 +1,15 @@
 """What the SQLite and PostgreSQL stores promise beyond the contract: durability, clean closing."""
 
 import sqlite3
+import threading
 import time
 
 import psycopg
 import pytest
 
-from plantstore import app as app_module
+from plantstore.app import create_app
 from plantstore.config import Config
+from plantstore.runtime import Runtime
 from plantstore.stores import postgres
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres import PostgresStore
@@ -163,22 +165,22 @@ def test_postgresql_close_ends_the_sessions(postgres_url):
         assert observer.execute(count, (database,)).fetchone()[0] == 0
 
 
-@pytest.mark.parametrize(
-    ("url", "kind"), [("memory://", MemoryStore), ("sqlite:///plants.db", SqliteStore)]
-)
-def test_the_app_closes_a_store_it_opened_when_the_process_exits(monkeypatch, tmp_path, url, kind):
-    monkeypatch.chdir(tmp_path)
-    at_exit = []
-    monkeypatch.setattr(app_module.atexit, "register", at_exit.append)
-    app_module.create_app(Config(tokens=frozenset({"t"}), store_url=url))
-    (close,) = at_exit
-    assert close.__name__ == "close"
-    assert type(close.__self__) is kind
-    close()
+def test_a_runtime_closes_the_store_it_opened(sqlite_url):
+    config = Config(tokens=frozenset({"t"}), store_url=sqlite_url)
+    with Runtime(config) as runtime:
+        assert runtime.store.get(1) is None
+    with pytest.raises(sqlite3.ProgrammingError, match="closed database"):
+        runtime.store.get(1)
 
 
-def test_the_app_leaves_a_store_it_was_given_to_its_owner(monkeypatch):
-    at_exit = []
-    monkeypatch.setattr(app_module.atexit, "register", at_exit.append)
-    app_module.create_app(Config(tokens=frozenset({"t"})), SqliteStore(":memory:"))
-    assert at_exit == []
+def test_the_app_factory_starts_nothing_and_closes_nothing(receiver):
+    config = Config(
+        tokens=frozenset({"t"}),
+        webhook_urls=(receiver.url,),
+        webhook_secret="whsec_" + "c2VjcmV0" * 4,
+    )
+    store = MemoryStore(config.webhook_urls)
+    threads = threading.active_count()
+    create_app(config, store)
+    assert threading.active_count() == threads
+    assert store.add(1, FERN) == FERN

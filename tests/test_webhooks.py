@@ -21,7 +21,6 @@ import urllib3
 from prometheus_client.parser import text_string_to_metric_families
 from standardwebhooks import Webhook
 
-from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.operations.metrics import Metrics
 from plantstore.stores import StoreUnavailable
@@ -367,7 +366,7 @@ def test_each_event_is_signed_once_per_attempt_with_the_same_body(running, recei
     assert delivery.event["data"] == {"id": 1, "name": "fern", "tag": "green"}
 
 
-def service(store_url: str, urls) -> falcon.testing.TestClient:
+def service(worker_app, store_url: str, urls) -> falcon.testing.TestClient:
     config = Config(
         tokens=frozenset({TOKEN}),
         store_url=store_url,
@@ -375,12 +374,14 @@ def service(store_url: str, urls) -> falcon.testing.TestClient:
         webhook_secret=SECRET,
     )
     return falcon.testing.TestClient(
-        create_app(config), headers={"Authorization": f"Bearer {TOKEN}"}
+        worker_app(config), headers={"Authorization": f"Bearer {TOKEN}"}
     )
 
 
-def test_the_service_tells_of_every_change_it_answered_and_only_those(at_exit, receiver, store_url):
-    client = service(store_url, [receiver.url])
+def test_the_service_tells_of_every_change_it_answered_and_only_those(
+    worker_app, receiver, store_url
+):
+    client = service(worker_app, store_url, [receiver.url])
     assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
     assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
     assert client.simulate_post("/plants", json={"id": 1, "name": "rose"}).status_code == 409
@@ -397,9 +398,9 @@ def test_the_service_tells_of_every_change_it_answered_and_only_those(at_exit, r
     assert "plantstore_webhook_events_failed_total 0.0" in metrics
 
 
-def test_a_request_never_waits_for_a_delivery(at_exit, receiver):
+def test_a_request_never_waits_for_a_delivery(worker_app, receiver):
     receiver.hold()
-    client = service("memory://", [receiver.url])
+    client = service(worker_app, "memory://", [receiver.url])
     assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
     assert receiver.wait_for(lambda got: receiver.attempts == 1, PATIENCE)
     assert client.simulate_post("/plants", json={"id": 2, "name": "ivy"}).status_code == 200
@@ -409,8 +410,8 @@ def test_a_request_never_waits_for_a_delivery(at_exit, receiver):
     assert receiver.wait_for(lambda got: len(got) == 3, PATIENCE)
 
 
-def test_without_urls_no_delivery_runs_and_no_event_is_kept(at_exit):
-    client = service("memory://", [])
+def test_without_urls_no_delivery_runs_and_no_event_is_kept(worker_app):
+    client = service(worker_app, "memory://", [])
     assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
     threads = [thread.name for thread in threading.enumerate()]
     assert not [name for name in threads if name.startswith("plantstore-webhooks")]
@@ -475,7 +476,7 @@ def readme_subscriber() -> str:
     return re.search(r"```python\n(.+?)```", section, flags=re.S)[1]
 
 
-def test_the_readmes_subscriber_verifies_each_event_and_refuses_a_forgery(at_exit):
+def test_the_readmes_subscriber_verifies_each_event_and_refuses_a_forgery(worker_app):
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]
     code = readme_subscriber().replace('("127.0.0.1", 9000)', f'("127.0.0.1", {port})')
@@ -486,7 +487,7 @@ def test_the_readmes_subscriber_verifies_each_event_and_refuses_a_forgery(at_exi
         reader = threading.Thread(target=lambda: [lines.put(line) for line in subscriber.stdout])
         reader.start()
         try:
-            client = service("memory://", [f"http://127.0.0.1:{port}/"])
+            client = service(worker_app, "memory://", [f"http://127.0.0.1:{port}/"])
             assert (
                 client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
             )

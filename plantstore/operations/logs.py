@@ -52,6 +52,27 @@ class RequestIdFilter(logging.Filter):
 _REQUEST_ID_FILTER = RequestIdFilter()
 
 
+class RefusalFilter(logging.Filter):
+    """Keep what a client sent out of gunicorn's line on a request it refused as malformed.
+
+    gunicorn logs such a refusal as `Invalid request from ip=<peer>: <what was wrong>`, and what
+    was wrong quotes the request line or header field it could not read: a field may hold a
+    token. The line keeps the peer and says no more.
+    """
+
+    PREFIX = "Invalid request from ip="
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith(self.PREFIX):
+            peer = message.partition(": ")[0]
+            record.msg, record.args = f"{peer}: malformed (not quoted: it may hold a token)", ()
+        return True
+
+
+_REFUSAL_FILTER = RefusalFilter()
+
+
 class LineFormatter(logging.Formatter):
     """Write `PREFIX` before the message, and again before each further line of it."""
 
@@ -131,6 +152,7 @@ class Logger(glogging.Logger):
         for handler in self.error_log.handlers:
             handler.setFormatter(self.error_formatter())
             handler.addFilter(_REQUEST_ID_FILTER)
+            handler.addFilter(_REFUSAL_FILTER)
         root = logging.getLogger()
         root.handlers = list(self.error_log.handlers)
         root.setLevel(self.loglevel)

@@ -28,13 +28,39 @@ def _read_settings():
 
 
 def serve(arguments: list[str]) -> None:
-    """Run gunicorn with the packaged settings; gunicorn's own flags pass through."""
+    """Run gunicorn with the service's settings; gunicorn's own flags pass through."""
     _read_settings()
-    from plantstore.serving.server import (
-        Server,  # imports gunicorn: only once the settings are good
-    )
+    if {"-h", "--help"} & set(arguments):
+        print(_serve_help())
+        return
+    from plantstore.serving.server import Server  # imports gunicorn: only once settings are good
 
     Server(arguments).run()
+
+
+def _serve_help() -> str:
+    """What `plantstore serve` runs with: the service's settings, as this environment sets them."""
+    from plantstore.serving import settings
+
+    shown = {
+        "--bind": "127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set",
+        "--workers": f"{settings.workers} (WEB_CONCURRENCY; the memory store takes one)",
+        "--worker-class": settings.worker_class,
+        "--threads": f"{settings.threads} (GUNICORN_THREADS)",
+        "--timeout": f"{settings.timeout} (GUNICORN_TIMEOUT)",
+        "--graceful-timeout": f"{settings.graceful_timeout} (GUNICORN_GRACEFUL_TIMEOUT)",
+        "--keep-alive": f"{settings.keepalive} (GUNICORN_KEEPALIVE)",
+    }
+    lines = [
+        "usage: plantstore serve [GUNICORN FLAGS]",
+        "",
+        "Run Plant Store under gunicorn. Its settings here, each overridden by its flag:",
+        *(f"  {flag:<19} {value}" for flag, value in shown.items()),
+        "",
+        "Every other gunicorn flag passes through too (gunicorn --help lists them), e.g.",
+        "  plantstore serve --bind 127.0.0.1:8080",
+    ]
+    return "\n".join(lines)
 
 
 def token() -> None:
@@ -73,9 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser(
         "serve",
-        add_help=False,  # --help goes to gunicorn, which lists the flags it takes
+        add_help=False,  # serve's --help lists the settings it runs with (`_serve_help`)
         help="run the service under gunicorn; gunicorn's flags pass through (--bind, "
-        "--workers, ...: plantstore serve --help lists them)",
+        "--workers, ...: plantstore serve --help lists the service's settings)",
     )
     commands.add_parser(
         "token",
@@ -83,7 +109,8 @@ def _parser() -> argparse.ArgumentParser:
         "PLANTSTORE_TOKENS_FILE, and give it to the client, which sends it as "
         "'Authorization: Bearer <token>'",
         description="Print a fresh random token. Add it to PLANTSTORE_TOKENS or as a line of "
-        "PLANTSTORE_TOKENS_FILE (then restart the service, or send its master SIGHUP), and "
+        "PLANTSTORE_TOKENS_FILE (running workers read the file again within a second of its "
+        "change), and "
         "give it to the client, which sends it as 'Authorization: Bearer <token>'.",
     )
     commands.add_parser(

@@ -1,33 +1,33 @@
-"""gunicorn's own application, run with the packaged settings: what `plantstore serve` starts.
+"""`plantstore serve`: gunicorn's documented custom application, with the service's settings.
 
 Importing this module imports gunicorn, which reads `WEB_CONCURRENCY` and `FORWARDED_ALLOW_IPS`
 as it loads: `plantstore.serving.command` checks the environment first.
 """
 
-import sys
+from gunicorn.app.base import BaseApplication
 
-from gunicorn.app.wsgiapp import WSGIApplication
-
-SETTINGS = "python:plantstore.serving.settings"
+from plantstore.serving import settings
 
 
-class Server(WSGIApplication):
-    """gunicorn's command line application (the one `gunicorn` runs), with `SETTINGS` loaded.
+class Server(BaseApplication):
+    """gunicorn with the settings and hooks of `plantstore.serving.settings`, then the flags.
 
-    gunicorn's flags pass through: they override the settings, as with `gunicorn -c`. A
-    `SIGHUP` makes gunicorn load its configuration again, from the same arguments.
+    gunicorn's own flags (`--bind`, `--workers`, ...) override the settings, as with
+    `gunicorn -c`. On SIGHUP gunicorn loads this configuration again and replaces the workers.
     """
 
     def __init__(self, arguments: list[str]) -> None:
-        self._arguments = ["--config", SETTINGS, *arguments]
-        super().__init__("%(prog)s [OPTIONS]", prog="plantstore serve")
+        self._arguments = arguments
+        super().__init__(prog="plantstore serve")
 
     def load_config(self) -> None:
-        # gunicorn parses sys.argv here (its command line, then the config file, the
-        # environment's GUNICORN_CMD_ARGS and the flags): show it the serve's arguments.
-        argv = sys.argv
-        sys.argv = [argv[0], *self._arguments]
-        try:
-            super().load_config()
-        finally:
-            sys.argv = argv
+        for name, value in vars(settings).items():
+            if name in self.cfg.settings:
+                self.cfg.set(name, value)
+        flags = self.cfg.parser().parse_args(self._arguments)
+        for name, value in vars(flags).items():
+            if value is not None and name in self.cfg.settings:
+                self.cfg.set(name, value)
+
+    def load(self):
+        return settings.worker_app()

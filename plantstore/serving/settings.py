@@ -1,17 +1,16 @@
-"""gunicorn's settings for Plant Store, packaged so that they run from any directory.
+"""gunicorn's settings and server hooks for Plant Store: a plain gunicorn configuration module.
 
-`plantstore serve` loads them (`-c python:plantstore.serving.settings`), and so does the
-checkout's `gunicorn.conf.py`, which imports this module, so the two cannot differ. Every
-setting can be changed from the environment; a flag on the command line (`--bind`,
-`--workers`, ...) overrides this module. The README's configuration table lists them all.
+`plantstore serve` runs gunicorn with them (plantstore/serving/server.py), and the checkout's
+`gunicorn.conf.py` imports them for `gunicorn -c gunicorn.conf.py`, so the two cannot differ.
+Every setting can be changed from the environment (the README's configuration table) or by a
+gunicorn flag on the command line, which overrides this module.
 """
 
 import os
 import shutil
-import sys
 import tempfile
 
-from plantstore.config import ConfigError, check_workers, read_all
+from plantstore.config import Config, ConfigError, check_workers, read_all
 from plantstore.operations.logs import current_request_id
 from plantstore.serving import run_token
 from plantstore.stores import (
@@ -22,40 +21,37 @@ from plantstore.stores import (
     remember_started_store,
 )
 
-# The settings, read once here to stop a bad start with one line; each worker reads the app's
-# again. `plantstore serve` has read them already, before gunicorn read WEB_CONCURRENCY and
-# FORWARDED_ALLOW_IPS itself; `gunicorn -c gunicorn.conf.py` refuses a bad one of those two in
-# gunicorn's own words, before this module runs.
+# Read once here, in the master, so that a bad setting stops the start with one line naming it.
+# Every worker forked from it serves with these, those started after a SIGHUP or in place of one
+# that died too; each watches the tokens file for changes (plantstore/api/auth.py).
 try:
     _config, _server = read_all(os.environ)
 except ConfigError as ex:
     raise SystemExit(f"plantstore: {ex}") from None
 
-# The app factory, called in each worker after it forks (the app is not preloaded), so each
-# worker opens its own database connections.
-wsgi_app = "plantstore.app:create_app()"
+# The app of each worker, built after the fork: each worker opens its own connections.
+wsgi_app = "plantstore.serving.settings:worker_app()"
 
-# bind is left to gunicorn: 127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set (checked with
-# the rest, since gunicorn would only find a bad one when it binds).
+# bind is gunicorn's default: 127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set.
 
-# One worker process per core with a shared store, one with the memory store (see ServerConfig).
+# One worker process per core with a shared store; one with the memory store, a dict in one
+# process (config.ServerConfig).
 workers = _server.workers
 
-# Each process serves requests on threads (gthread worker), which overlap waiting for I/O.
-# plantstore's gthread worker answers what gunicorn refuses itself with the JSON Error body,
-# and bounds the time a request's body has to arrive (see plantstore/worker.py).
-worker_class = "plantstore.worker.EdgeWorker"
+# gunicorn's threaded worker. Like the sync worker it must sit behind a buffering proxy (gunicorn's
+# "Deploying Gunicorn"): deploy/nginx.conf reads each request whole before gunicorn sees it.
+worker_class = "gthread"
 threads = _config.threads
 
 # Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.
 forwarded_allow_ips = str(_config.forwarded_allow_ips)
 
-# Bounds on the request line and headers; a request over them is refused before the app.
+# Bounds on the request line and headers; gunicorn refuses a request over them itself.
 limit_request_line = _server.limit_request_line
 limit_request_fields = _server.limit_request_fields
 limit_request_field_size = _server.limit_request_field_size
 
-# A worker silent this long is restarted (a heartbeat, not a per-request timeout).
+# A worker silent this long is restarted: a heartbeat, not a per-request timeout.
 timeout = _server.timeout
 
 # On SIGTERM, requests in flight get this long to finish.
@@ -64,18 +60,15 @@ graceful_timeout = _server.graceful_timeout
 # How long an idle keep-alive connection is held open.
 keepalive = _server.keepalive
 
-# Seconds a request's body has to arrive after its head (a body still missing then is 408, and
-# its thread is free) is not a gunicorn setting: post_worker_init hands it to the worker.
-
 # One access-log line per request on stdout; never with the Authorization header.
 accesslog = "-"
 access_log_format = (
     '%(h)s request_id=%({x-request-id}o)s "%(m)s %(U)s" status=%(s)s duration_us=%(D)s'
 )
 
-# Every line of the error log (stderr) in one format, with the id of the request it concerns:
-# gunicorn's, Falcon's and every library's (see plantstore/logs.py). With PLANTSTORE_LOG_FORMAT
-# json, both logs are one JSON object a line, and access_log_format goes unused.
+# Every line of the error log (stderr) in one format, with the id of the request it concerns
+# (plantstore/operations/logs.py). With PLANTSTORE_LOG_FORMAT json both logs are one JSON object
+# a line, and access_log_format goes unused.
 logger_class = {
     "text": "plantstore.operations.logs.Logger",
     "json": "plantstore.operations.logs.JsonLogger",
@@ -85,20 +78,18 @@ logger_class = {
 # it, and nothing here uses it.
 control_socket_disable = True
 
+#: The worker's store and deliverer (`plantstore.runtime.Runtime`), once `worker_app` made them.
+_runtime = None
+
 
 def on_starting(server):
-    """Check what would make every worker fail, before any starts; make a token if none is set.
+    """Stop the start, with one line, on what would make every worker fail.
 
     The memory store takes one worker: each would keep its own dict. A database store brings
-    its schema up to date here, so that a database newer than this code stops the start with
-    one line, and so does a SQLite file that is not a database or cannot be opened. One that
-    cannot be reached now is left to the workers, which serve once it can. Every worker, those
-    started in place of one that died or after a SIGHUP too, answers only for the SQLite file
-    opened here: a file put in its place while the service runs is refused until a restart.
-
-    With no token configured the service does not run open: one is made here, once, into a
-    file only this user can read, and the workers (forked from here) read that file. The log
-    names the file, never the token.
+    its schema up to date here, so that a database newer than this code stops the start, and so
+    does a SQLite file that is not a database or cannot be opened. One that cannot be reached
+    now is left to the workers, which serve once it can. Every worker answers only for the
+    SQLite file opened here: a file put in its place while the service runs is refused.
     """
     try:
         check_workers(_config, server.cfg.workers)
@@ -108,9 +99,28 @@ def on_starting(server):
     except StoreUnavailable:
         pass
     remember_started_store(_config.store_url)
+
+
+def when_ready(server):
+    """The sockets are bound and no worker runs yet: make what the run needs, once.
+
+    Made here rather than at the start, so that a start that fails (a port in use) leaves
+    nothing behind; `on_exit` removes both.
+
+    Metrics: prometheus_client keeps each worker's values in files of the directory named by
+    PROMETHEUS_MULTIPROC_DIR, which it reads when it is first imported; the workers, forked
+    after this, import it. The master never does.
+
+    A token: with none configured the service does not run open. One is written into a file
+    only this user can read, the workers' PLANTSTORE_TOKENS_FILE. The log names the file, never
+    the token.
+    """
+    global _config
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="plantstore-metrics-")
     if not _config.tokens:
         path = run_token.make()
         os.environ["PLANTSTORE_TOKENS_FILE"] = str(path)
+        _config = Config.from_env()
         server.log.info(
             "plantstore: no token configured; this run accepts the one in %s (readable only by "
             "this user); set PLANTSTORE_TOKENS or PLANTSTORE_TOKENS_FILE to choose your own",
@@ -122,8 +132,8 @@ def post_fork(server, worker):
     """Warn when a memory-store worker replaces an earlier one: it starts with no plants.
 
     The master counts the workers it forks (`worker.age`); a second one, after SIGHUP or a
-    worker that died or stopped answering, has lost every plant the first one kept, while
-    the service answers on, so an id can then take other content.
+    worker that died or stopped answering, has lost every plant the first one kept, while the
+    service answers on, so an id can then take other content.
     """
     if _config.memory and worker.age > 1:
         server.log.warning(
@@ -132,66 +142,48 @@ def post_fork(server, worker):
         )
 
 
+def worker_app():
+    """Open this worker's store and deliverer, and build the app on them.
+
+    Imported here, in the worker: the app imports prometheus_client, which must first be
+    imported after `when_ready` named its directory.
+    """
+    from plantstore.app import create_app
+    from plantstore.runtime import Runtime
+
+    global _runtime
+    _runtime = Runtime(_config)
+    return create_app(_config, _runtime.store)
+
+
+def post_worker_init(worker):
+    """The app is loaded: start delivering this worker's events.
+
+    An app named on gunicorn's command line (the benchmark's floor) has no runtime.
+    """
+    if _runtime is not None:
+        _runtime.start()
+
+
+def worker_exit(server, worker):
+    """Stop delivering, let attempts under way end, and close the worker's store."""
+    if _runtime is not None:
+        _runtime.close()
+
+
 def post_request(worker, req, environ, resp):
     """The request is done: what this thread logs next concerns no request, until the next one."""
     current_request_id.set("-")
 
 
-def on_exit(server):
-    """Remove what the run made for itself: a token file, and the metrics' directory."""
-    run_token.remove()
-    shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
-
-
-def post_worker_init(worker):
-    """Give the worker the bound on a request body's arrival, which gunicorn has no setting for."""
-    worker.body_timeout = _server.body_timeout
-
-
-# Metrics (plantstore/metrics.py): each worker keeps its counts in files of one directory, and a
-# scrape adds up all of them. The master makes the directory once its sockets are bound, before
-# the first fork, and names it in PROMETHEUS_MULTIPROC_DIR, which prometheus_client reads when it
-# is first imported: the master must not import it before. A dead worker's counts stay; its
-# live gauges (requests in flight) go. The directory goes when the master exits.
-
-
-def when_ready(server):
-    """The sockets are bound, no worker runs yet: guard SIGHUP, make the metrics' directory."""
-    _refuse_a_reload_with_bad_settings(server)
-    # With --preload (as the benchmark fills a memory store) the master has loaded the app, and
-    # prometheus_client with it: each worker keeps its own counts, right only for a single one.
-    if "prometheus_client" in sys.modules and server.cfg.workers > 1:
-        raise SystemExit(
-            "plantstore: with --preload each worker would count alone in /metrics; "
-            "run one worker, or drop --preload"
-        )
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="plantstore-metrics-")
-
-
 def child_exit(server, worker):
-    from prometheus_client import multiprocess  # imported only once when_ready set the directory
+    """A dead worker's live gauges (requests in flight) go; its counts stay in the scrape."""
+    from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
 
 
-def _refuse_a_reload_with_bad_settings(server):
-    """Make a SIGHUP whose settings are bad change nothing, rather than stop the service.
-
-    On SIGHUP gunicorn's master starts new workers, which read the settings again (a tokens
-    file first of all), and stops the old ones; a new worker that cannot read them fails to
-    boot, and the master then shuts down. No hook can stop that: `on_reload` runs before the
-    new workers start, but cannot keep them from starting. So the master's SIGHUP handler
-    reads the settings first, as a worker will, and on a bad one logs the line a start would
-    give (which never holds a token) and keeps the workers it has, with the tokens they read.
-    """
-    reload = server.handle_hup
-
-    def handle_hup():
-        try:
-            read_all(os.environ)
-        except ConfigError as ex:
-            server.log.error("plantstore: reload refused: %s", ex)
-        else:
-            reload()
-
-    server.handle_hup = handle_hup
+def on_exit(server):
+    """Remove what the run made for itself: a token file, and the metrics' directory."""
+    run_token.remove()
+    shutil.rmtree(os.environ.get("PROMETHEUS_MULTIPROC_DIR", ""), ignore_errors=True)

@@ -62,6 +62,11 @@ class GatedStore:
         with self._slot():
             self._store.check_ready()
 
+    def oldest(self) -> float | None:
+        """The outbox's oldest pending event, for a scrape, when the store is also an outbox."""
+        with self._slot():
+            return self._store.oldest()
+
     def close(self) -> None:
         self._store.close()
 

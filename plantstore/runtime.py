@@ -1,0 +1,63 @@
+"""What runs beside the app in one process: the store it serves, and the webhook deliverer."""
+
+import threading
+
+from standardwebhooks import Webhook
+
+from plantstore.config import Config
+from plantstore.stores import PlantStore, open_store
+from plantstore.stores.gate import GatedStore
+from plantstore.webhooks.deliverer import Deliverer
+
+
+class Runtime:
+    """The store a process serves and the deliverer of its events, opened and closed together.
+
+    gunicorn makes one in each worker, after the fork, so that no connection is shared across
+    processes: the app is built on it, `start` runs from the `post_worker_init` hook and
+    `close` from `worker_exit` (plantstore/serving/settings.py). Tests use it as a context
+    manager. Nothing here starts a thread before `start`.
+
+    A shared store (SQLite, PostgreSQL) is served through a `GatedStore`, which keeps one of the
+    worker's threads out of it for /healthz and the refusals; the memory store never waits.
+    With webhook URLs, the store keeps an outbox, and each commit that wrote events wakes the
+    deliverer.
+    """
+
+    def __init__(self, config: Config) -> None:
+        committed = threading.Event()
+        self._opened = open_store(config.store_url, config.webhook_urls, committed.set)
+        #: What the app serves requests from.
+        self.store: PlantStore = (
+            self._opened
+            if config.memory
+            else GatedStore(self._opened, slots=max(config.threads - 1, 1))
+        )
+        self._deliverer = None
+        if config.webhook_urls:
+            self._deliverer = Deliverer(
+                self._opened,
+                config.webhook_urls,
+                committed,
+                Webhook(config.webhook_secret),
+                config.webhook_timeout,
+                config.webhook_give_up_after,
+            )
+
+    def start(self) -> None:
+        """Start delivering events, if there are subscribers."""
+        if self._deliverer is not None:
+            self._deliverer.start()
+
+    def close(self) -> None:
+        """Stop delivering (attempts under way end within their timeout), then close the store."""
+        if self._deliverer is not None:
+            self._deliverer.stop()
+        self._opened.close()
+
+    def __enter__(self) -> "Runtime":
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
