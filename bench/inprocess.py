@@ -28,9 +28,9 @@ from tests.webhook_receiver import SECRET, WebhookReceiver
 #: Plants kept ahead (ids -1 to -1,000) for `GET /plants/{id}` to read, one after another.
 READABLE = 1_000
 
-#: The most each case may cost, as a multiple of the floor's µs per request. A create with
-#: webhooks configured is held to a create's: delivering must not slow the request down.
-TARGETS = {"success": 2.5, "webhooks": 2.5, "get": 2.0, "401": 1.5, "400": 4.0}
+#: The cases measured beside the floor. Their ratios are diagnostics, not targets: what users
+#: feel is measured over loopback, with the real gunicorn (bench/loopback.py).
+CASES = ("success", "webhooks", "get", "401", "400")
 #: Seconds a delivery attempt may take in `subscribed_app`: longer than any run, so that its
 #: subscriber's silence costs no retry, and no warning in the log, while the bench runs.
 ATTEMPT_SECONDS = 3600

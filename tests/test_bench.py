@@ -34,7 +34,7 @@ from plantstore.stores.memory import MemoryStore
 from tests.webhook_receiver import Delivery
 
 #: The floor, and every case the bench holds to a target.
-CASES = ["floor", *inprocess.TARGETS]
+CASES = ["floor", *inprocess.CASES]
 #: Store sizes of the page cases: each compares two stores, of 1,000 or 20,000 plants and 30,000.
 SMALL, BIG = 1_000, 30_000
 

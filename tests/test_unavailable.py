@@ -4,6 +4,7 @@ It recovers by itself, but for an SQLite file removed or replaced in use, which 
 restart may take for the store's own.
 """
 
+import contextlib
 import errno
 import io
 import itertools
@@ -23,7 +24,7 @@ import pytest
 from psycopg import sql
 
 from plantstore.app import create_app
-from plantstore.stores import StoreUnavailable, open_store, remember_started_store, sqlite
+from plantstore.stores import StoreUnavailable, open_store, remember_started_store, sqlite_file
 from plantstore.stores.gate import STALLED_SECONDS, GatedStore
 from plantstore.stores.postgres import OUTAGE_WAIT_SECONDS, REQUEST_SECONDS, PostgresStore
 from plantstore.stores.sqlite import BUSY_TIMEOUT_SECONDS, SqliteStore
@@ -192,13 +193,36 @@ def files_at(path):
     return [file.read_bytes() if file.exists() else None for file in files]
 
 
+def test_sqlite_alone_mixes_a_file_put_in_place_of_its_own_with_the_old_ones_log(tmp_path):
+    """Why plantstore/stores/sqlite_file.py guards the file: SQLite names a database by its path.
+
+    A database restored in place of the running one (holding plant 2) is read, by a connection
+    opened since and by the one open before, through the old file's write-ahead log (plant 1),
+    without a word; folding the log in then loses plant 2 for good.
+    """
+    path = tmp_path / "plants.db"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as running:
+        running.execute("PRAGMA journal_mode = WAL")
+        running.execute("CREATE TABLE plants (id INTEGER PRIMARY KEY)")
+        restored = path.with_name("restored.db")
+        with contextlib.closing(sqlite3.connect(restored, isolation_level=None)) as made:
+            made.execute("CREATE TABLE plants (id INTEGER PRIMARY KEY)")
+            made.execute("INSERT INTO plants VALUES (2)")
+        os.replace(restored, path)
+        running.execute("INSERT INTO plants VALUES (1)")
+        with contextlib.closing(sqlite3.connect(path)) as later:
+            assert later.execute("SELECT id FROM plants").fetchall() == [(1,)]
+    with contextlib.closing(sqlite3.connect(path)) as after:
+        assert after.execute("SELECT id FROM plants").fetchall() == [(1,)]
+
+
 @pytest.mark.parametrize("change", [remove_database, replace_database, restore_a_copy])
 def test_a_store_opened_after_the_file_the_service_started_with_was_replaced_refuses_it(
     config, tmp_path, caplog, monkeypatch, change
 ):
     """As a worker started in place of one that died, or at a SIGHUP: it touches nothing at
     the path, where a copy would meet the log of the file it replaced and mix the two."""
-    monkeypatch.setattr(sqlite, "_started_with", None)
+    monkeypatch.setattr(sqlite_file, "_started_with", None)
     path = tmp_path / "plants.db"
     url = f"sqlite:///{path}"
     running = open_store(url)

@@ -159,7 +159,8 @@ def open_store(
 
         return MemoryStore(webhook_urls, on_event)
     if kind == "sqlite":
-        from plantstore.stores.sqlite import SqliteStore, started_file
+        from plantstore.stores.sqlite import SqliteStore
+        from plantstore.stores.sqlite_file import started_file
 
         return SqliteStore(
             url.removeprefix("sqlite:///"), webhook_urls, on_event, started_with=started_file()
@@ -177,6 +178,6 @@ def remember_started_store(url: str) -> None:
     for the database the URL names now: for SQLite, the file at its path (the others have none).
     """
     if store_kind(url) == "sqlite":
-        from plantstore.stores.sqlite import remember_started_file
+        from plantstore.stores.sqlite_file import remember_started_file
 
         remember_started_file(url.removeprefix("sqlite:///"))

@@ -1,7 +1,6 @@
 """A store in a SQLite file: durable, and shared by every process on one machine."""
 
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -19,6 +18,7 @@ from plantstore.stores.sql import (
     steps_to_take,
     tag_key,
 )
+from plantstore.stores.sqlite_file import FileGuard, FileIdentity
 from plantstore.webhooks.events import Event, plant_created, plant_deleted
 
 #: Seconds between attempts to switch a new database to its write-ahead log.
@@ -29,9 +29,6 @@ BUSY_TIMEOUT_SECONDS = 5.0
 READY_SECONDS = 0.5
 
 logger = logging.getLogger(__name__)
-#: The file (device, inode) the service started with, once gunicorn's master remembers it: the
-#: workers it forks inherit it, and a SIGHUP, which forks new ones from the same master, keeps it.
-_started_with: tuple[int, int] | None = None
 
 
 def _set_up(connection: sqlite3.Connection, busy_timeout: float) -> None:
@@ -51,32 +48,6 @@ def _set_up(connection: sqlite3.Connection, busy_timeout: float) -> None:
     # In WAL mode FULL syncs the log at every commit: a plant answered with 200 is on disk.
     # NORMAL would keep the file consistent but could lose the last commits to a power cut.
     connection.execute("PRAGMA synchronous = FULL")
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    """Name the file at `path` by its device and inode, or None when there is none."""
-    try:
-        found = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return found.st_dev, found.st_ino
-
-
-def remember_started_file(path: str) -> None:
-    """Make the file at `path` the one that every store this process starts, or forks, answers for.
-
-    gunicorn's master calls it once its own store has made or opened the file. A worker started
-    later (in place of one that died, or after a SIGHUP) then refuses a file put there since,
-    rather than open it: it would meet the write-ahead log of the file it replaced, and read or
-    write both as one database.
-    """
-    global _started_with
-    _started_with = _identity(path)
-
-
-def started_file() -> tuple[int, int] | None:
-    """The file the service started with (see `remember_started_file`), if one was remembered."""
-    return _started_with
 
 
 def _damaged_or_out_of_reach(ex: sqlite3.Error) -> bool:
@@ -142,12 +113,8 @@ class SqliteStore:
     The database's primary key decides who wins an id, in one statement, so the duplicate rule
     holds across threads and processes.
 
-    It answers only for the file it opened, or for `started_with`. A file removed or replaced
-    under it stays open, and takes writes that nobody will read again, since whoever opens the
-    path finds another file (or makes an empty one). So after every call it checks that the path
-    still names that file; once it does not, the store refuses every call until the service
-    restarts: reopening the path would quietly serve whatever is there now, most likely an empty
-    database, and only its operator knows whether that is right.
+    It answers only for the file it opened, or for `started_with`, and refuses every call once
+    the path names another (plantstore/stores/sqlite_file.py).
 
     With webhook URLs, a change and its events are one transaction, taken with the write
     lock (`BEGIN IMMEDIATE`) so that it never fails half-way for a lock another process holds.
@@ -172,7 +139,7 @@ class SqliteStore:
         webhook_urls: Sequence[str] = (),
         on_event: Callable[[], None] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_SECONDS,
-        started_with: tuple[int, int] | None = None,
+        started_with: FileIdentity | None = None,
     ) -> None:
         self._path = path
         self._webhook_urls = tuple(webhook_urls)
@@ -181,13 +148,11 @@ class SqliteStore:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._lost: str | None = None
         # The file this store answers for: the one the service started with, else the one
         # opened, or made, below.
-        self._file = started_with
-        if started_with is not None and _identity(path) != started_with:
-            self._refuse_from_now_on()  # without opening what is there now
-            return
+        self._file = FileGuard(path, started_with)
+        if self._file.lost:
+            return  # refused at every call, without opening what is at the path now
         try:
             connection = self._open(create=started_with is None)
         except sqlite3.Error as ex:
@@ -197,7 +162,7 @@ class SqliteStore:
                 "PLANTSTORE_STORE must name a SQLite database file that this user can read and "
                 f"write, or make: {path}: {ex}"
             ) from ex
-        self._file = self._file or _identity(path)
+        self._file.settle()
         self._local.connection = self._register(connection)
         with self._served():
             self._migrate(connection)
@@ -261,7 +226,7 @@ class SqliteStore:
         The path is checked before it is opened, as it may name another file by now.
         """
         with self._served():
-            self._check_file()
+            self._file.check()
             connection = self._open(
                 create=False, busy_timeout=min(self._busy_timeout, READY_SECONDS)
             )
@@ -351,33 +316,16 @@ class SqliteStore:
         replaced meanwhile is answered as done; and when the work failed, since a file replaced
         is then the cause to tell.
         """
-        if self._lost is not None:
-            raise StoreUnavailable(self._lost)
+        if self._file.lost:
+            self._file.check()
         try:
             yield
         except sqlite3.Error as ex:
             if not _damaged_or_out_of_reach(ex):
                 raise
-            self._check_file()
+            self._file.check()
             raise StoreUnavailable(f"SQLite {self._path}: {ex}") from ex
-        self._check_file()
-
-    def _check_file(self) -> None:
-        """Refuse every call from now on if the file was replaced."""
-        if _identity(self._path) != self._file:
-            self._refuse_from_now_on()
-            raise StoreUnavailable(self._lost)
-
-    def _refuse_from_now_on(self) -> None:
-        """Refuse every call from now on, saying why in the log once: the file was replaced."""
-        with self._lock:
-            if self._lost is None:
-                self._lost = (
-                    f"SQLite {self._path} was removed or replaced while in use: every request "
-                    "is refused until the service restarts (a SIGHUP is not enough), since the "
-                    "plants it acknowledged are in the file it started with"
-                )
-                logger.error("%s", self._lost)
+        self._file.check()
 
     def _connection(self) -> sqlite3.Connection:
         """The calling thread's connection, opened on its first use."""
@@ -386,7 +334,7 @@ class SqliteStore:
             connection = self._register(self._open(create=False))
             self._local.connection = connection
             # Opened on whatever is at the path now: write nothing to another file.
-            self._check_file()
+            self._file.check()
         return connection
 
     def _register(self, connection: sqlite3.Connection) -> sqlite3.Connection:
