@@ -107,6 +107,23 @@ def test_the_access_log_has_a_line_per_request_and_no_token(server):
     assert TOKEN not in stdout + stderr
 
 
+def test_what_a_client_puts_in_a_logged_path_cannot_forge_a_line_or_drive_a_terminal(server):
+    forged = "/x%0D%0A127.0.0.1%20request_id=forged%20%22DELETE%20/plants/1%22%20status=204"
+    server.request("GET", forged, headers=AUTH)
+    server.request("GET", "/%1B[2K%1B[1A", headers=AUTH)
+    stdout, _ = server.stop()
+
+    lines = stdout.splitlines()
+    assert len(lines) == 2
+    assert all(line.startswith("127.0.0.1 request_id=") for line in lines)
+    assert "\x1b" not in stdout
+    paths = sorted(re.search(r'"GET (.*)" status=404', line)[1] for line in lines)
+    assert paths == [
+        "/\\x1b[2K\\x1b[1A",
+        '/x\\x0d\\x0a127.0.0.1 request_id=forged \\"DELETE /plants/1\\" status=204',
+    ]
+
+
 def test_with_no_token_configured_one_is_made_into_a_private_file_that_the_log_names(tmp_path):
     """The token itself never reaches the console: under a service manager that is the log."""
     server = GunicornServer(server_environ(TMPDIR=str(tmp_path)))

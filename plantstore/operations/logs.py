@@ -21,6 +21,7 @@ header's value, so never a token.
 
 import json
 import logging
+import re
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
@@ -39,6 +40,18 @@ PREFIX = "%(asctime)s [%(process)d] request_id=%(request_id)s [%(name)s] [%(leve
 DATE_FORMAT = "[%Y-%m-%d %H:%M:%S %z]"
 
 _falcon_log = logging.getLogger("falcon")
+
+#: What a client may put in a logged field that a line of text must not carry as it is: a
+#: control character (CR and LF forge a line, ESC drives a terminal), and the backslash that
+#: escapes them.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
+
+
+def escaped(text: str) -> str:
+    """`text` with each control character written as `\\xNN`, and `\\` as `\\\\`."""
+    return _UNSAFE.sub(
+        lambda found: f"\\x{ord(found[0]):02x}" if found[0] != "\\" else "\\\\", text
+    )
 
 
 class RequestIdFilter(logging.Filter):
@@ -139,6 +152,22 @@ class JsonAccessFormatter(logging.Formatter):
         )
 
 
+class EscapedAtoms(glogging.SafeAtoms):
+    """gunicorn's atoms for the text access log, every control character in them escaped.
+
+    gunicorn escapes `"` alone, and the path it logs is decoded: `/x%0D%0A...` would write a
+    line of the client's making into the log.
+    """
+
+    def __init__(self, atoms: dict) -> None:
+        super().__init__(
+            {
+                name: escaped(value) if isinstance(value, str) else value
+                for name, value in atoms.items()
+            }
+        )
+
+
 class Logger(glogging.Logger):
     """gunicorn's logger, whose error log takes every logger's lines, in one format.
 
@@ -146,6 +175,8 @@ class Logger(glogging.Logger):
     reopens it on SIGUSR1; this gives it the format and the request id, and hands it the root
     logger's lines too. gunicorn calls `setup` again on SIGHUP, with a new handler.
     """
+
+    atoms_wrapper_class = EscapedAtoms
 
     def setup(self, cfg) -> None:
         super().setup(cfg)
@@ -156,6 +187,9 @@ class Logger(glogging.Logger):
         root = logging.getLogger()
         root.handlers = list(self.error_log.handlers)
         root.setLevel(self.loglevel)
+        # urllib3's debug lines name each webhook request's path and query, which may hold a
+        # subscriber's secret: of a subscriber, the log names only its scheme, host and port.
+        logging.getLogger("urllib3").setLevel(max(self.loglevel, logging.INFO))
 
     def error_formatter(self) -> logging.Formatter:
         return LineFormatter()
@@ -185,4 +219,4 @@ class Request(falcon.Request):
     """
 
     def log_error(self, message: str) -> None:
-        _falcon_log.error("%s %s: %s", self.method, self.path, message.rstrip("\n"))
+        _falcon_log.error("%s %s: %s", self.method, escaped(self.path), message.rstrip("\n"))
