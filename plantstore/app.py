@@ -19,7 +19,7 @@ from plantstore.api.routing import Router
 from plantstore.config import Config
 from plantstore.operations.health import Health, Readiness
 from plantstore.operations.logs import Request
-from plantstore.operations.metrics import Metrics, MetricsEndpoint
+from plantstore.operations.metrics import MetricsEndpoint, RequestMetrics
 from plantstore.serving.proxy import ForwardedClient
 from plantstore.stores import PlantStore, StoreUnavailable, open_store, store_kind
 from plantstore.stores.gate import GatedStore
@@ -49,14 +49,12 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
         served = store if config.memory else GatedStore(store, max(config.threads - 1, 1))
 
     outbox = store if config.webhook_urls else None
-    metrics = Metrics(served, store_kind(config.store_url), outbox)
     if outbox is not None:
         deliverer = Deliverer(
             outbox,
             config.webhook_urls,
             committed,
             Webhook(config.webhook_secret),
-            metrics,
             config.webhook_timeout,
             config.webhook_give_up_after,
         )
@@ -71,7 +69,7 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app = falcon.App(
         request_type=Request,
         middleware=[
-            metrics.request_metrics,
+            RequestMetrics(),
             *cors,
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),
@@ -95,6 +93,8 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Readiness(served))
     app.add_route("/openapi.json", OpenApiDocument())
-    app.add_route("/metrics", MetricsEndpoint(metrics, public=config.metrics_public))
+    kind = store_kind(config.store_url)
+    metrics = MetricsEndpoint(served, outbox, store_kind=kind, public=config.metrics_public)
+    app.add_route("/metrics", metrics)
     add_docs(app)
     return app
