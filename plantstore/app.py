@@ -15,7 +15,7 @@ from plantstore.api.routing import Router
 from plantstore.config import Config
 from plantstore.operations.health import Health, Readiness
 from plantstore.operations.logs import Request
-from plantstore.operations.metrics import Metrics, MetricsEndpoint
+from plantstore.operations.metrics import MetricsEndpoint, RequestMetrics
 from plantstore.serving.proxy import ForwardedClient
 from plantstore.stores import PlantStore, StoreUnavailable, store_kind
 
@@ -28,7 +28,6 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
     report.
     """
     outbox = store if config.webhook_urls else None
-    metrics = Metrics(store, store_kind(config.store_url), outbox)
     # CORS, when on, comes next to the metrics, which only read the answer: Falcon runs
     # `process_response` in the reverse order of this list and (independent middleware, its
     # default) for every request, even one a middleware answered itself. So CORS is the last to
@@ -38,7 +37,7 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
     app = falcon.App(
         request_type=Request,
         middleware=[
-            metrics.request_metrics,
+            RequestMetrics(),
             *cors,
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),
@@ -62,6 +61,8 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Readiness(store))
     app.add_route("/openapi.json", OpenApiDocument())
-    app.add_route("/metrics", MetricsEndpoint(metrics, public=config.metrics_public))
+    kind = store_kind(config.store_url)
+    metrics = MetricsEndpoint(store, outbox, store_kind=kind, public=config.metrics_public)
+    app.add_route("/metrics", metrics)
     add_docs(app)
     return app

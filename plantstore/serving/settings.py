@@ -91,6 +91,13 @@ def on_starting(server):
     now is left to the workers, which serve once it can. Every worker answers only for the
     SQLite file opened here: a file put in its place while the service runs is refused.
     """
+    if server.cfg.preload_app and server.cfg.workers > 1:
+        # Loaded in the master, the app would import prometheus_client before `when_ready` named
+        # its directory, and open the store's connections for every worker to share.
+        raise SystemExit(
+            "plantstore: with --preload each worker would count alone in /metrics; "
+            "run one worker, or drop --preload"
+        )
     try:
         check_workers(_config, server.cfg.workers)
         open_store(_config.store_url).close()

@@ -22,7 +22,11 @@ from urllib.parse import urlsplit
 import urllib3
 from standardwebhooks import Webhook
 
-from plantstore.operations.metrics import Metrics
+from plantstore.operations.metrics import (
+    WEBHOOK_EVENTS_FAILED,
+    WEBHOOK_EVENTS_GIVEN_UP,
+    WEBHOOK_EVENTS_SENT,
+)
 from plantstore.stores import Delivery, Outbox, StoreUnavailable
 from plantstore.webhooks.deadline_http import pool_manager
 
@@ -63,7 +67,6 @@ class Deliverer:
         urls: the subscribers' URLs, as the store was opened with them.
         wake: set after a commit that wrote events, so they go at once.
         webhook: signs each attempt (Standard Webhooks).
-        metrics: counts what was sent, what failed and what was given up.
         timeout: seconds an attempt may take, connecting and being answered.
         give_up_after: seconds after an event was made when a failing delivery is given up.
         clock: the time, as `time.time()` gives it; tests move it on instead of waiting.
@@ -76,7 +79,6 @@ class Deliverer:
         urls: Sequence[str],
         wake: threading.Event,
         webhook: Webhook,
-        metrics: Metrics,
         timeout: float,
         give_up_after: float,
         clock: Callable[[], float] = time.time,
@@ -85,7 +87,6 @@ class Deliverer:
         self._outbox = outbox
         self._wake = wake
         self._webhook = webhook
-        self._metrics = metrics
         self._timeout = urllib3.Timeout(total=timeout)
         self._lease = timeout + LEASE_MARGIN_SECONDS
         self._give_up_after = give_up_after
@@ -227,7 +228,7 @@ class Deliverer:
         failure = self._attempt(delivery)
         if failure is None:
             self._outbox.forget(delivery)
-            self._metrics.webhook_sent.inc()
+            WEBHOOK_EVENTS_SENT.inc()
             return
         now = self._clock()
         attempts = delivery.attempts + 1
@@ -242,8 +243,8 @@ class Deliverer:
                 now - delivery.created_at,
                 failure,
             )
-            self._metrics.webhook_failed.inc()
-            self._metrics.webhook_given_up.inc()
+            WEBHOOK_EVENTS_FAILED.inc()
+            WEBHOOK_EVENTS_GIVEN_UP.inc()
             return
         at = min(now + self._jitter(backoff(attempts)), give_up_at)
         self._outbox.retry(delivery, at)
@@ -255,7 +256,7 @@ class Deliverer:
             attempts,
             at - now,
         )
-        self._metrics.webhook_failed.inc()
+        WEBHOOK_EVENTS_FAILED.inc()
 
     def _attempt(self, delivery: Delivery) -> str | None:
         """Post the delivery once, signed now; None when acknowledged (2xx), else why not.
