@@ -19,26 +19,37 @@ def test_an_accepted_token_with_any_case_of_the_scheme_is_let_in(anonymous, sche
     assert result.status_code == 200
 
 
+NO_CREDENTIALS = (
+    'Bearer realm="plantstore"',
+    "Send the header 'Authorization: Bearer <token>'.",
+)
+NOT_BEARER = ('Bearer realm="plantstore"', "The Authorization header must read 'Bearer <token>'.")
+NOT_ACCEPTED = (
+    'Bearer realm="plantstore", error="invalid_token"',
+    "The bearer token is not accepted.",
+)
+
+
 @pytest.mark.parametrize(
-    ("authorization", "challenge"),
+    ("authorization", "refusal"),
     [
-        (None, 'Bearer realm="plantstore"'),
-        ("Basic dXNlcjpwYXNz", 'Bearer realm="plantstore"'),
-        (TOKEN, 'Bearer realm="plantstore"'),
-        ("Bearer", 'Bearer realm="plantstore", error="invalid_token"'),
-        ("Bearer wrong-token", 'Bearer realm="plantstore", error="invalid_token"'),
-        (f"Bearer {TOKEN}x", 'Bearer realm="plantstore", error="invalid_token"'),
-        (f"Bearer {TOKEN[:-1]}", 'Bearer realm="plantstore", error="invalid_token"'),
-        ("Bearer tök€n", 'Bearer realm="plantstore", error="invalid_token"'),
+        (None, NO_CREDENTIALS),
+        ("Basic dXNlcjpwYXNz", NOT_BEARER),
+        (TOKEN, NOT_BEARER),
+        ("Bearer", NOT_ACCEPTED),
+        ("Bearer wrong-token", NOT_ACCEPTED),
+        (f"Bearer {TOKEN}x", NOT_ACCEPTED),
+        (f"Bearer {TOKEN[:-1]}", NOT_ACCEPTED),
+        ("Bearer tök€n", NOT_ACCEPTED),
     ],
 )
-def test_missing_malformed_or_unknown_credentials_are_401(anonymous, authorization, challenge):
+def test_missing_malformed_or_unknown_credentials_are_401(anonymous, authorization, refusal):
     headers = {"Authorization": authorization} if authorization else {}
     result = anonymous.simulate_post("/plants", json=PLANT, headers=headers)
     assert result.status_code == 401
-    assert result.headers["www-authenticate"] == challenge
+    assert result.headers["www-authenticate"] == refusal[0]
     assert result.headers["content-type"] == "application/json"
-    assert result.json["error"] == 401
+    assert result.json == {"error": 401, "message": refusal[1]}
     assert "wrong-token" not in result.text
     assert TOKEN not in result.text
 
