@@ -8,7 +8,7 @@ import orjson
 from marshmallow import ValidationError
 from standardwebhooks import Webhook
 
-from plantstore.api.auth import BearerAuth
+from plantstore.api.auth import BearerAuth, Tokens
 from plantstore.api.cors import Cors
 from plantstore.api.docs import add_docs
 from plantstore.api.errors import handle_store_unavailable, handle_validation_error, serialize_error
@@ -75,7 +75,7 @@ def create_app(config: Config | None = None, store: PlantStore | None = None) ->
             *cors,
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),
-            BearerAuth(config.tokens),
+            BearerAuth(Tokens(config.tokens, config.tokens_file)),
             BodyLimit(config.max_body_bytes),
         ],
         router=Router(),

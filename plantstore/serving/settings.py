@@ -108,7 +108,7 @@ def on_starting(server):
     except StoreUnavailable:
         pass
     remember_started_store(_config.store_url)
-    if not _config.tokens:
+    if not _config.tokens and not _config.tokens_file:
         path = run_token.make()
         os.environ["PLANTSTORE_TOKENS_FILE"] = str(path)
         server.log.info(
