@@ -4,7 +4,7 @@ import falcon
 import orjson
 from marshmallow import ValidationError
 
-from plantstore.api.auth import BearerAuth
+from plantstore.api.auth import BearerAuth, Tokens
 from plantstore.api.cors import Cors
 from plantstore.api.docs import add_docs
 from plantstore.api.errors import handle_store_unavailable, handle_validation_error, serialize_error
@@ -41,7 +41,7 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
             *cors,
             ForwardedClient(config.forwarded_allow_ips),
             RequestId(),
-            BearerAuth(config.tokens),
+            BearerAuth(Tokens(config.tokens, config.tokens_file)),
             BodyLimit(config.max_body_bytes),
         ],
         router=Router(),

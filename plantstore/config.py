@@ -84,11 +84,12 @@ def _is_token(text: str) -> bool:
     return text.isascii() and text.isprintable() and " " not in text
 
 
-def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
-    """The accepted tokens; none when neither variable is set (gunicorn's master then makes one).
+def _read_tokens(environ: Mapping[str, str]) -> tuple[frozenset[str], str | None]:
+    """The tokens `PLANTSTORE_TOKENS` lists, and the path `PLANTSTORE_TOKENS_FILE` names.
 
-    In the file, blank lines and lines starting with `#` are skipped, as in most files of
-    settings. A refused token is not echoed; the file's line number says where it is.
+    The file is read here too, so that a start with a bad one stops; each worker reads it
+    again, and again whenever it changes (`plantstore.api.auth.Tokens`). With neither variable
+    set there is no token (gunicorn's master then makes one); else they must name one at least.
     """
     listed = environ.get("PLANTSTORE_TOKENS", "")
     tokens = [token.strip() for token in listed.split(",")]
@@ -98,17 +99,21 @@ def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
             "PLANTSTORE_TOKENS must list tokens of printable ASCII without spaces, "
             "separated by commas"
         )
-    path = environ.get("PLANTSTORE_TOKENS_FILE", "")
-    if path:
-        tokens += _read_tokens_file(path)
-    elif not listed.strip():
-        return frozenset()
-    if not tokens:
+    path = environ.get("PLANTSTORE_TOKENS_FILE") or None
+    if path is None and not listed.strip():
+        return frozenset(), None
+    from_file = read_tokens_file(path) if path else frozenset()
+    if not tokens and not from_file:
         raise ConfigError("PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token")
-    return frozenset(tokens)
+    return frozenset(tokens), path
 
 
-def _read_tokens_file(path: str) -> list[str]:
+def read_tokens_file(path: str) -> frozenset[str]:
+    """The tokens in the file at `path`: one a line, blank lines and `#` comments skipped.
+
+    A bad file is a `ConfigError` naming the file, and the line of a refused token, never the
+    token itself.
+    """
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as ex:
@@ -128,7 +133,7 @@ def _read_tokens_file(path: str) -> list[str]:
                 f"a line (or a # comment): {path}, line {number}, does not"
             )
         tokens.append(token)
-    return tokens
+    return frozenset(tokens)
 
 
 def _read_forwarded_allow_ips(environ: Mapping[str, str]) -> TrustedProxies:
@@ -251,7 +256,10 @@ def _read_flag(environ: Mapping[str, str], name: str) -> bool:
 class Config:
     """What the app needs to know; tests build one directly instead of using `from_env`."""
 
+    #: The tokens listed in `PLANTSTORE_TOKENS`, accepted for as long as the process runs.
     tokens: frozenset[str]
+    #: `PLANTSTORE_TOKENS_FILE`: its tokens are accepted too, as the file reads now.
+    tokens_file: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     forwarded_allow_ips: TrustedProxies = DEFAULT_TRUSTED_PROXIES
     store_url: str = DEFAULT_STORE
@@ -269,8 +277,10 @@ class Config:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
         webhook_urls = _read_webhook_urls(environ)
+        tokens, tokens_file = _read_tokens(environ)
         return cls(
-            tokens=_read_tokens(environ),
+            tokens=tokens,
+            tokens_file=tokens_file,
             max_body_bytes=env_int(
                 environ, "PLANTSTORE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
             ),

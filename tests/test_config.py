@@ -11,18 +11,31 @@ from plantstore.config import (
     ConfigError,
     ServerConfig,
     env_int,
+    read_tokens_file,
 )
 from tests.gunicorn_server import ROOT
 
 
 def test_tokens_come_from_the_variable_and_the_file(tmp_path):
+    """The file's are read as it reads when a request asks (plantstore.api.auth.Tokens)."""
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("from-file-1\n\n  from-file-2  \n")
     config = Config.from_env(
         {"PLANTSTORE_TOKENS": "a, b,,", "PLANTSTORE_TOKENS_FILE": str(tokens_file)}
     )
-    assert config.tokens == {"a", "b", "from-file-1", "from-file-2"}
+    assert (config.tokens, config.tokens_file) == ({"a", "b"}, str(tokens_file))
+    assert read_tokens_file(config.tokens_file) == {"from-file-1", "from-file-2"}
     assert config.max_body_bytes == DEFAULT_MAX_BODY_BYTES
+
+
+def test_an_empty_tokens_file_is_refused_unless_tokens_are_listed(tmp_path):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("# none yet\n")
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+    assert str(caught.value) == "PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token"
+    config = Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+    assert (config.tokens, config.tokens_file) == ({"a"}, str(tokens_file))
 
 
 def test_max_body_bytes_is_read():
@@ -83,7 +96,8 @@ def test_the_request_limits_are_gunicorns():
 def test_reading_changes_nothing_and_prints_nothing(capsys):
     """Reading is the same in gunicorn's master and in each worker: no token is made here."""
     environ = {}
-    assert Config.from_env(environ).tokens == frozenset()
+    config = Config.from_env(environ)
+    assert (config.tokens, config.tokens_file) == (frozenset(), None)
     assert environ == {}
     assert capsys.readouterr() == ("", "")
 
@@ -91,8 +105,7 @@ def test_reading_changes_nothing_and_prints_nothing(capsys):
 def test_comments_and_blank_lines_in_the_tokens_file_are_skipped(tmp_path):
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("# the deploy robot\nrobot-token\n\n  # old: revoked\n\tmine\n")
-    config = Config.from_env({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
-    assert config.tokens == {"robot-token", "mine"}
+    assert read_tokens_file(str(tokens_file)) == {"robot-token", "mine"}
 
 
 def test_a_bad_line_in_the_tokens_file_is_named_by_file_and_number_not_echoed(tmp_path):

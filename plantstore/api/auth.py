@@ -1,26 +1,117 @@
 """Bearer-token authentication (RFC 6750) for every resource that does not opt out."""
 
 import hmac
-from collections.abc import Iterable
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
 
 import falcon
 
-from plantstore.api.errors import error_body
+from plantstore.config import ConfigError, read_tokens_file
 
 REALM = "plantstore"
+#: Seconds between two looks at whether the tokens file changed.
+CHECK_INTERVAL = 1.0
+
+_log = logging.getLogger(__name__)
 
 
-def _refusal(description: str, error: str | None = None) -> tuple[str, bytes]:
-    """A 401 answer, made once: its `WWW-Authenticate` challenge and its `Error` body."""
-    challenge = f'Bearer realm="{REALM}"'
-    if error:
-        challenge += f', error="{error}"'
-    return challenge, error_body(401, description)
+class Tokens:
+    """The accepted tokens: those listed in `PLANTSTORE_TOKENS`, and the tokens file's.
+
+    A token is rotated by writing the file, with no signal and no restart: every worker looks
+    whether it changed (its inode, size, modification and change times) on the thread of a
+    request that needs a token, at most once every `interval` seconds of `clock`, and reads a
+    changed file again. A file renamed over the old one is read whole; one written in place may
+    be read half-written, and is then read again once the writing has changed it further.
+
+    A changed file that cannot be read, holds a line that is not a token, or names none keeps
+    the tokens read before: a typo or a half-written file must not lock every client out. That
+    is logged in one line, in the words a start with that file stops with (never a token), once
+    for each such change. The service's start refuses a bad file (`plantstore.config`); a worker
+    started later, while the file is bad, accepts the listed tokens alone until it changes,
+    rather than fail to start: a token revoked since the start must not come back.
+    """
+
+    def __init__(
+        self,
+        listed: Iterable[str],
+        path: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        interval: float = CHECK_INTERVAL,
+    ) -> None:
+        self._listed = tuple(token.encode() for token in listed)
+        self._path = path
+        self._clock = clock
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._accepted = self._listed
+        if path is not None:
+            self._checked = clock()
+            self._version = _version(path)
+            try:
+                self._accepted += _encoded(read_tokens_file(path))
+            except ConfigError as ex:
+                _log.error(
+                    "plantstore: the tokens file is not taken, and only PLANTSTORE_TOKENS' "
+                    "tokens are accepted until it changes: %s",
+                    ex,
+                )
+
+    def accepts(self, candidate: bytes) -> bool:
+        """Compare with every token, each in constant time, so timing tells nothing."""
+        if self._path is not None:
+            self._look_at_the_file()
+        accepted = False
+        for token in self._accepted:
+            accepted |= hmac.compare_digest(token, candidate)
+        return accepted
+
+    def _look_at_the_file(self) -> None:
+        """Once an interval, read the file again if it changed; other threads do not wait."""
+        now = self._clock()
+        if now - self._checked < self._interval or not self._lock.acquire(blocking=False):
+            return
+        try:
+            if now - self._checked >= self._interval:
+                self._checked = now
+                self._read_if_changed()
+        finally:
+            self._lock.release()
+
+    def _read_if_changed(self) -> None:
+        version = _version(self._path)
+        if version == self._version:
+            return
+        self._version = version
+        try:
+            tokens = read_tokens_file(self._path)
+            if not tokens:
+                raise ConfigError(f"PLANTSTORE_TOKENS_FILE names no token: {self._path}")
+        except ConfigError as ex:
+            _log.error(
+                "plantstore: the changed tokens file is not taken, and the tokens read before "
+                "stay accepted: %s",
+                ex,
+            )
+            return
+        self._accepted = self._listed + _encoded(tokens)
+        _log.info("plantstore: the changed tokens file is taken: %s", self._path)
 
 
-_NO_CREDENTIALS = _refusal("Send the header 'Authorization: Bearer <token>'.")
-_NOT_BEARER = _refusal("The Authorization header must read 'Bearer <token>'.")
-_NOT_ACCEPTED = _refusal("The bearer token is not accepted.", error="invalid_token")
+def _version(path: str) -> tuple[int, ...] | None:
+    """What tells that the file changed; None when it cannot be found."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def _encoded(tokens: Iterable[str]) -> tuple[bytes, ...]:
+    return tuple(token.encode() for token in tokens)
 
 
 class BearerAuth:
@@ -32,43 +123,26 @@ class BearerAuth:
     never carries credentials. Tokens are never put into an error message or a log line.
     """
 
-    def __init__(self, tokens: Iterable[str]) -> None:
-        self._tokens = tuple(token.encode() for token in tokens)
+    def __init__(self, tokens: Tokens) -> None:
+        self._tokens = tokens
 
     def process_resource(self, req, resp, resource, params):
-        if req.method != "OPTIONS" and getattr(resource, "auth_required", True):
-            refusal = self._refusal(req.auth)
-            if refusal:
-                _refuse(resp, refusal)
-
-    def _refusal(self, credentials: str | None) -> tuple[str, bytes] | None:
-        """Tell why these credentials are refused; None when they are accepted."""
-        if credentials is None:
-            return _NO_CREDENTIALS
-        scheme, _, token = credentials.strip().partition(" ")
+        if req.method == "OPTIONS" or not getattr(resource, "auth_required", True):
+            return
+        if req.auth is None:
+            raise _unauthorized("Send the header 'Authorization: Bearer <token>'.")
+        scheme, _, token = req.auth.strip().partition(" ")
         if scheme.lower() != "bearer":
-            return _NOT_BEARER
-        if not self._accepts(token.strip().encode()):
-            return _NOT_ACCEPTED
-        return None
-
-    def _accepts(self, candidate: bytes) -> bool:
-        """Compare with every token, each in constant time, so timing tells nothing."""
-        accepted = False
-        for token in self._tokens:
-            accepted |= hmac.compare_digest(token, candidate)
-        return accepted
+            raise _unauthorized("The Authorization header must read 'Bearer <token>'.")
+        if not self._tokens.accepts(token.strip().encode()):
+            raise _unauthorized("The bearer token is not accepted.", error="invalid_token")
 
 
-def _refuse(resp, refusal: tuple[str, bytes]) -> None:
-    """Answer 401 and skip the resource.
-
-    The refusals are constants, so they are written here rather than raised: raising one through
-    Falcon's error handling cost half of the time of a whole 401 answer.
-    """
-    challenge, body = refusal
-    resp.status = falcon.HTTP_401
-    resp.set_header("WWW-Authenticate", challenge)
-    resp.content_type = falcon.MEDIA_JSON
-    resp.data = body
-    resp.complete = True
+def _unauthorized(description: str, error: str | None = None) -> falcon.HTTPUnauthorized:
+    """A 401 with its `WWW-Authenticate` challenge; the app's error serializer writes the body."""
+    challenge = f'Bearer realm="{REALM}"'
+    if error:
+        challenge += f', error="{error}"'
+    return falcon.HTTPUnauthorized(
+        title="Unauthorized", description=description, challenges=[challenge]
+    )

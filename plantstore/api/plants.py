@@ -6,13 +6,14 @@ import falcon
 import orjson
 
 from plantstore.api.media import require_json
-from plantstore.api.schemas import (
-    dump_plant,
-    load_new_plant,
-    load_page_query,
-    load_plant_id,
-)
+from plantstore.api.schemas import NewPlantSchema, PageQuerySchema, PlantIdSchema, PlantSchema
 from plantstore.stores import PlantStore, stored_plant
+
+# Built once: a schema holds no state of one load or dump, so every thread can share it.
+_NEW_PLANT = NewPlantSchema()
+_PLANT = PlantSchema()
+_PLANT_ID = PlantIdSchema()
+_PAGE_QUERY = PageQuerySchema()
 
 
 class Plants:
@@ -29,8 +30,8 @@ class Plants:
         by another JSON library, may be spelled otherwise (key order, escapes) and still be the
         same plant. The repeat answers the plant as it is kept.
         """
-        new_plant = load_new_plant(req.get_media())
-        plant = orjson.dumps(dump_plant(new_plant))
+        new_plant = _NEW_PLANT.load(req.get_media())
+        plant = orjson.dumps(_PLANT.dump(new_plant))
         kept = self._store.add(new_plant["id"], plant)
         if kept != plant and orjson.loads(kept) != orjson.loads(plant):
             raise falcon.HTTPConflict(
@@ -45,7 +46,7 @@ class Plants:
         The next page starts after the last id of this one (a keyset, not an offset), so a
         client that follows `next` sees every plant once while others come and go.
         """
-        query = load_page_query(req.params)
+        query = _PAGE_QUERY.load(req.params)
         page = self._store.page(query.get("after"), query["limit"], query.get("tag"))
         resp.data = b"[%b]" % b",".join(stored_plant(*item) for item in page)
         if len(page) == query["limit"]:
@@ -66,7 +67,7 @@ class Plant:
 
     def on_get(self, req, resp, plant_id):
         """Answer the plant, byte for byte what its create answered."""
-        plant_id = load_plant_id(plant_id)
+        plant_id = _PLANT_ID.load({"id": plant_id})["id"]
         plant = self._store.get(plant_id)
         if plant is None:
             raise _not_found(plant_id)
@@ -76,7 +77,7 @@ class Plant:
 
     def on_delete(self, req, resp, plant_id):
         """Forget the plant; its id is free again."""
-        plant_id = load_plant_id(plant_id)
+        plant_id = _PLANT_ID.load({"id": plant_id})["id"]
         if not self._store.delete(plant_id):
             raise _not_found(plant_id)
         resp.status = falcon.HTTP_204

@@ -1,15 +1,13 @@
 """The contract's bodies; the single source of truth for validation and the OpenAPI document.
 
-marshmallow decides every input that is not plainly valid, and words every error. The plain
-valid cases take measured shortcuts past its field machinery, which costs more than the rest
-of a request: loading a `NewPlant` (`load_new_plant`) or an `{id}` of digits (`load_plant_id`),
-dumping a `Plant` (`dump_plant`) and writing a `StoredPlant` (`stored_plant`).
-tests/test_schemas.py holds each shortcut to what its schema gives.
+marshmallow loads every input and dumps every `Plant`, through the schemas here: they decide
+what is accepted and word every error. `JSONInteger` and `DecimalInteger` are custom fields,
+marshmallow's way to teach it a type its own fields do not read as the contract does.
 """
 
 import re
 
-from marshmallow import EXCLUDE, Schema, fields, missing, validate
+from marshmallow import EXCLUDE, Schema, fields, validate
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: The one wording of the int64 rule, wherever an id is checked: a body, a path, a query.
@@ -43,14 +41,14 @@ class JSONInteger(fields.Integer):
     def __init__(self, **kwargs):
         super().__init__(strict=True, **kwargs)
 
-    def _validated(self, value):
+    def _deserialize(self, value, attr, data, **kwargs):
         if type(value) is float and value.is_integer():
             if abs(value) >= 2**63:
                 raise self.make_error("out_of_range")
             if abs(value) >= INEXACT_FLOAT_MAGNITUDE:
                 raise self.make_error("inexact")
             value = int(value)
-        return super()._validated(value)
+        return super()._deserialize(value, attr, data, **kwargs)
 
 
 class PlantSchema(Schema):
@@ -91,11 +89,11 @@ class DecimalInteger(fields.Integer):
 
     default_error_messages = {"invalid": "Not a decimal integer."}
 
-    def _validated(self, value):
+    def _deserialize(self, value, attr, data, **kwargs):
         decimal = _DECIMAL.fullmatch(value) if type(value) is str else None
         if decimal is None:
             raise self.make_error("invalid")
-        return super()._validated(decimal[1])
+        return super()._deserialize(decimal[1], attr, data, **kwargs)
 
 
 class PlantIdSchema(Schema):
@@ -165,58 +163,3 @@ class ErrorSchema(Schema):
 
     error = fields.Integer(required=True, metadata={"format": "int32"})
     message = fields.String(required=True)
-
-
-_NEW_PLANT = NewPlantSchema()
-_PLANT_FIELDS = tuple(PlantSchema().fields)
-_PLANT_ID = PlantIdSchema()
-_PAGE_QUERY = PageQuerySchema()
-#: Decimal ids of up to 18 digits, which are all int64s: the schema's answer, without its cost.
-_PLAIN_ID = re.compile(r"-?[0-9]{1,18}")
-
-
-def load_new_plant(data: object) -> dict:
-    """Give what `NewPlantSchema().load(data)` gives, taking a shortcut where that is plain.
-
-    marshmallow's field machinery costs more than all the rest of a request (about 85k of 190k
-    instructions). A body whose fields already hold what loading them gives (an int64 `id`,
-    string `name` and `tag`) needs none of it; anything else goes through the schema, which alone
-    decides and words the errors. tests/test_schemas.py checks that both ways agree.
-    """
-    if type(data) is dict:
-        plant_id, name, tag = data.get("id"), data.get("name"), data.get("tag", missing)
-        if (
-            type(plant_id) is int
-            and INT64_MIN <= plant_id <= INT64_MAX
-            and type(name) is str
-            and (tag is missing or type(tag) is str)
-        ):
-            new_plant = {"id": plant_id, "name": name}
-            if tag is not missing:
-                new_plant["tag"] = tag
-            return new_plant
-    return _NEW_PLANT.load(data)
-
-
-def dump_plant(new_plant: dict) -> dict:
-    """Give what `PlantSchema().dump(new_plant)` gives: the loaded plant without its `id`.
-
-    Plant's fields are strings, which dump as themselves, so taking them over is the whole dump,
-    at a tenth of the cost of marshmallow's machinery. tests/test_schemas.py checks both agree.
-    """
-    return {name: new_plant[name] for name in _PLANT_FIELDS if name in new_plant}
-
-
-def load_plant_id(text: str) -> int:
-    """Give what `PlantIdSchema().load({"id": text})["id"]` gives, quickly for a plain id.
-
-    tests/test_schemas.py checks that both ways agree.
-    """
-    if _PLAIN_ID.fullmatch(text):
-        return int(text)
-    return _PLANT_ID.load({"id": text})["id"]
-
-
-def load_page_query(params: dict) -> dict:
-    """Read the query of `GET /plants`: `limit` always, `after` and `tag` when given."""
-    return _PAGE_QUERY.load(params)

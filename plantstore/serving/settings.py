@@ -124,7 +124,7 @@ def when_ready(server):
     """
     global _config
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="plantstore-metrics-")
-    if not _config.tokens:
+    if not _config.tokens and not _config.tokens_file:
         path = run_token.make()
         os.environ["PLANTSTORE_TOKENS_FILE"] = str(path)
         _config = Config.from_env()

@@ -68,11 +68,7 @@ class PlantStore(Protocol):
 
 
 class Delivery(NamedTuple):
-    """One event on its way to one subscriber's URL, as a claim hands it out.
-
-    A named tuple: the memory store makes one for each event and URL on the request's thread,
-    at a fifth of a frozen dataclass's cost.
-    """
+    """One event on its way to one subscriber's URL, as a claim hands it out."""
 
     id: int
     webhook_id: str
@@ -118,8 +114,9 @@ class Outbox(Protocol):
 def stored_plant(plant_id: int, plant: bytes) -> bytes:
     """Give the `StoredPlant` document of a kept `Plant` document: its id first, then its fields.
 
-    A kept plant is a JSON object with at least a name, so the id goes in after its `{`: no
-    parsing and dumping per listed plant. tests/test_schemas.py checks it against the schema.
+    The kept bytes are already `PlantSchema`'s dump of the plant, a JSON object with at least a
+    name, so the id goes in after its `{`: loading and dumping the plant again would give the
+    same fields in the same order. tests/test_schemas.py checks it against `StoredPlantSchema`.
     """
     return b'{"id":%d,%s' % (plant_id, plant[1:])
 
