@@ -321,7 +321,6 @@ class ServerConfig:
     timeout: int
     graceful_timeout: int
     keepalive: int
-    body_timeout: int
     log_format: str
 
     @classmethod
@@ -352,7 +351,6 @@ class ServerConfig:
             timeout=env_int(environ, "GUNICORN_TIMEOUT", 30, 1),
             graceful_timeout=env_int(environ, "GUNICORN_GRACEFUL_TIMEOUT", 30),
             keepalive=env_int(environ, "GUNICORN_KEEPALIVE", 5),
-            body_timeout=env_int(environ, "GUNICORN_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, 1),
             log_format=_read_log_format(environ),
         )
 

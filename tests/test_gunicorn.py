@@ -204,7 +204,6 @@ BAD_SETTINGS = {
         f"GUNICORN_GRACEFUL_TIMEOUT {WHOLE} of at least 0, not 'soon'",
     ),
     "GUNICORN_KEEPALIVE": ("-5", f"GUNICORN_KEEPALIVE {WHOLE} of at least 0, not '-5'"),
-    "GUNICORN_BODY_TIMEOUT": ("0", f"GUNICORN_BODY_TIMEOUT {WHOLE} of at least 1, not '0'"),
     "PLANTSTORE_LOG_FORMAT": ("xml", "PLANTSTORE_LOG_FORMAT must be text or json, not 'xml'"),
     "PLANTSTORE_WEBHOOK_URLS": (
         "ftp://user:hunter2@shop.example/",
