@@ -24,6 +24,7 @@ import pytest
 from psycopg import sql
 
 from plantstore.app import create_app
+from plantstore.operations import health
 from plantstore.stores import StoreUnavailable, open_store, remember_started_store, sqlite_file
 from plantstore.stores.gate import STALLED_SECONDS, GatedStore
 from plantstore.stores.postgres import OUTAGE_WAIT_SECONDS, REQUEST_SECONDS, PostgresStore
@@ -62,6 +63,12 @@ def assert_unavailable(result):
         "error": 503,
         "message": "The store cannot serve right now; try again shortly.",
     }
+
+
+@pytest.fixture(autouse=True)
+def readiness_asked_at_every_probe(monkeypatch):
+    """These tests change what the store can do between two probes, within a second."""
+    monkeypatch.setattr(health, "READY_ANSWER_SECONDS", 0)
 
 
 def test_a_locked_sqlite_database_answers_503_until_it_is_free(config, tmp_path, caplog):

@@ -2,11 +2,17 @@
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 
 from plantstore.api.errors import store_unavailable
 from plantstore.stores import PlantStore, StoreUnavailable
 
 logger = logging.getLogger(__name__)
+
+#: Seconds an answer of the store's is reused: however often probes come, each worker asks the
+#: store at most once in this time.
+READY_ANSWER_SECONDS = 1.0
 
 
 class Health:
@@ -23,6 +29,10 @@ class Health:
 class Readiness:
     """`/readyz`: whether a write can succeed now, so a balancer sends traffic only then.
 
+    The store is asked at most once every `READY_ANSWER_SECONDS` (a durable store's check
+    writes), and probes meanwhile get its last answer: many balancers polling often cost the
+    store no more than one.
+
     A balancer asks every few seconds: the log hears of a change, with its cause, not of
     every answer; of the end of a trouble as loudly as of its start, so that whoever reads
     the one finds the other.
@@ -30,24 +40,34 @@ class Readiness:
 
     auth_required = False
 
-    def __init__(self, store: PlantStore) -> None:
+    def __init__(self, store: PlantStore, clock: Callable[[], float] = time.monotonic) -> None:
         self._store = store
+        self._clock = clock
         self._lock = threading.Lock()
-        self._ready = True
+        self._asked_at = float("-inf")
+        self._failure: StoreUnavailable | None = None
 
     def on_get(self, req, resp):
-        try:
-            self._store.check_ready()
-        except StoreUnavailable as ex:
-            self._note(False, f"not ready: {ex}")
-            raise store_unavailable() from ex
-        self._note(True, "ready again")
+        failure = self._answer()
+        if failure is not None:
+            raise store_unavailable() from failure
         resp.media = {"status": "ready"}
 
     on_head = on_get
 
-    def _note(self, ready: bool, why: str) -> None:
+    def _answer(self) -> StoreUnavailable | None:
+        """The store's last answer, asked again once it is `READY_ANSWER_SECONDS` old."""
         with self._lock:
-            changed, self._ready = ready != self._ready, ready
-        if changed:
-            logger.warning("%s", why)
+            if self._clock() - self._asked_at >= READY_ANSWER_SECONDS:
+                was_ready = self._failure is None
+                try:
+                    self._store.check_ready()
+                    self._failure = None
+                except StoreUnavailable as ex:
+                    self._failure = ex
+                self._asked_at = self._clock()
+                if self._failure is not None and was_ready:
+                    logger.warning("not ready: %s", self._failure)
+                elif self._failure is None and not was_ready:
+                    logger.warning("ready again")
+            return self._failure

@@ -27,6 +27,8 @@ _SWITCH_RETRY_SECONDS = 0.005
 BUSY_TIMEOUT_SECONDS = 5.0
 #: Seconds readiness waits for the write lock, at most: a balancer's probe wants an answer soon.
 READY_SECONDS = 0.5
+#: Seconds after a change of this store's committed during which a write is known to succeed.
+WROTE_RECENTLY_SECONDS = 1.0
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +150,8 @@ class SqliteStore:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        #: When a change of this store's was last committed (`time.monotonic()`).
+        self._wrote_at = float("-inf")
         # The file this store answers for: the one the service started with, else the one
         # opened, or made, below.
         self._file = FileGuard(path, started_with)
@@ -182,6 +186,7 @@ class SqliteStore:
                     if inserted:
                         record(plant_created, plant_id, plant)
                 if inserted:
+                    self._wrote_at = time.monotonic()
                     return plant
                 kept = connection.execute(
                     "SELECT plant FROM plants WHERE id = ?", (plant_id,)
@@ -206,6 +211,8 @@ class SqliteStore:
                 )
                 if deleted:
                     record(plant_deleted, plant_id)
+            if deleted:
+                self._wrote_at = time.monotonic()
             return deleted
 
     def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
@@ -224,20 +231,34 @@ class SqliteStore:
         which connections opened before go on writing to for a while. Reading the last plant
         walks the table from its root, as an insert does, so a damaged table is not ready either.
         The path is checked before it is opened, as it may name another file by now.
+
+        Under load the write lock is always somebody's, and may not come free within the
+        probe's time: a lock not had in time is no sign of trouble while changes of this
+        store's go through (one committed within `WROTE_RECENTLY_SECONDS`), so readiness does
+        not flap on a busy store.
         """
         with self._served():
             self._file.check()
-            connection = self._open(
-                create=False, busy_timeout=min(self._busy_timeout, READY_SECONDS)
-            )
             try:
-                connection.execute("BEGIN IMMEDIATE")
-                connection.execute("SELECT max(id) FROM plants").fetchone()
-                (version,) = connection.execute("PRAGMA user_version").fetchone()
-                connection.execute(f"PRAGMA user_version = {version}")
-                connection.execute("COMMIT")
-            finally:
-                connection.close()
+                self._write_nothing()
+            except sqlite3.OperationalError as ex:
+                if (
+                    not _transient(ex)
+                    or time.monotonic() - self._wrote_at >= WROTE_RECENTLY_SECONDS
+                ):
+                    raise
+
+    def _write_nothing(self) -> None:
+        """Commit a write that changes nothing, on a connection opened for it."""
+        connection = self._open(create=False, busy_timeout=min(self._busy_timeout, READY_SECONDS))
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("SELECT max(id) FROM plants").fetchone()
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            connection.execute(f"PRAGMA user_version = {version}")
+            connection.execute("COMMIT")
+        finally:
+            connection.close()
 
     def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         """Lease what is due in one statement, which is one transaction under the write lock."""
