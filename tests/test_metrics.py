@@ -494,3 +494,29 @@ def test_a_preloaded_app_with_several_workers_is_refused(tmp_path):
     assert started.returncode != 0
     assert "plantstore: with --preload each worker would count alone in /metrics" in started.stderr
     assert not list(tmp_path.glob("plantstore-metrics-*"))
+
+
+def test_a_start_removes_the_metrics_directories_of_masters_that_are_gone(tmp_path):
+    """A master killed with SIGKILL cannot remove its directory: the next start does."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    stale = temporary / f"plantstore-metrics-{gone}-a1b2c3"
+    stale.mkdir()
+    (stale / "counter_123.db").write_bytes(b"")
+    running = temporary / f"plantstore-metrics-{os.getpid()}-d4e5f6"
+    running.mkdir()
+    server = GunicornServer(
+        server_environ(PLANTSTORE_TOKENS=TOKEN, TMPDIR=str(temporary)), log_dir=tmp_path
+    )
+    try:
+        assert server.request("GET", "/healthz")[0] == 200
+        assert not stale.exists()
+        assert running.exists()
+    finally:
+        server.stop()

@@ -167,6 +167,8 @@ def test_malformed_json_is_400(client, body, why):
         "APPLICATION/JSON; CHARSET=ISO-8859-1",
         'application/json; charset="utf-16"',
         "application/json; charset=",
+        "application/json; charset=latin-1; charset=utf-8",
+        "application/json; charset=utf-8; CHARSET=utf-8",
     ],
 )
 def test_a_body_that_is_not_json_in_utf_8_is_415_naming_what_is_accepted(client, content_type):

@@ -23,6 +23,17 @@ def require_json(req, resp, resource, params) -> None:
         return
     media_type, parameters = falcon.parse_header(req.content_type)
     charset = parameters.get("charset", "utf-8")
-    if media_type.lower() != falcon.MEDIA_JSON or charset.lower() != "utf-8":
+    if (
+        media_type.lower() != falcon.MEDIA_JSON
+        or charset.lower() != "utf-8"
+        or _repeats_a_parameter(req.content_type)
+    ):
         raise falcon.HTTPUnsupportedMediaType(title="Unsupported Media Type", description=ACCEPTED)
     req.content_type = falcon.MEDIA_JSON
+
+
+def _repeats_a_parameter(content_type: str) -> bool:
+    """Whether a parameter is named twice (`charset=latin-1; charset=utf-8`): which one counts
+    is anybody's guess, and `parse_header` keeps the last."""
+    names = [part.partition("=")[0].strip().lower() for part in content_type.split(";")[1:]]
+    return len(names) != len(set(names))

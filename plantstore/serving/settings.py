@@ -9,6 +9,7 @@ gunicorn flag on the command line, which overrides this module.
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 from plantstore.config import Config, ConfigError, check_workers, read_all
 from plantstore.operations.logs import current_request_id
@@ -78,6 +79,9 @@ logger_class = {
 # it, and nothing here uses it.
 control_socket_disable = True
 
+#: The metrics' directories, in the temporary directory: this, the master's pid, and a suffix.
+METRICS_PREFIX = "plantstore-metrics-"
+
 #: The worker's store and deliverer (`plantstore.runtime.Runtime`), once `worker_app` made them.
 _runtime = None
 
@@ -123,7 +127,10 @@ def when_ready(server):
     the token.
     """
     global _config
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="plantstore-metrics-")
+    _remove_stale_metrics_directories()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(
+        prefix=f"{METRICS_PREFIX}{os.getpid()}-"
+    )
     if not _config.tokens and not _config.tokens_file:
         path = run_token.make()
         os.environ["PLANTSTORE_TOKENS_FILE"] = str(path)
@@ -133,6 +140,24 @@ def when_ready(server):
             "this user); set PLANTSTORE_TOKENS or PLANTSTORE_TOKENS_FILE to choose your own",
             path,
         )
+
+
+def _remove_stale_metrics_directories() -> None:
+    """Remove this user's metrics directories whose master is gone: killed, it left its own."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{METRICS_PREFIX}*-*"):
+        pid = directory.name.removeprefix(METRICS_PREFIX).partition("-")[0]
+        if pid.isdigit() and directory.stat().st_uid == os.getuid() and not _running(int(pid)):
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def post_fork(server, worker):
