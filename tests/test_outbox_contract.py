@@ -259,9 +259,8 @@ def test_no_delivery_is_due_to_a_url_never_listed(outbox):
 def test_postgresql_repeating_an_add_whose_commit_went_through_writes_no_second_event(
     postgres_url,
 ):
-    """`PostgresStore._on_a_connection` repeats its work when the server dropped the
-    connection, which may be after the commit, its answer lost: the repeat finds the plant.
-    """
+    """A client repeats a request answered 503 when the connection was lost, which may be
+    after the commit, its answer lost: the repeat finds the plant, and makes no event."""
     PostgresStore(postgres_url).close()
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         assert postgres._add(connection, 1, FERN, URLS) == (True, FERN)

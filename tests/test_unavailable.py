@@ -27,7 +27,12 @@ from plantstore.app import create_app
 from plantstore.operations import health
 from plantstore.stores import StoreUnavailable, open_store, remember_started_store, sqlite_file
 from plantstore.stores.gate import STALLED_SECONDS, GatedStore
-from plantstore.stores.postgres import OUTAGE_WAIT_SECONDS, REQUEST_SECONDS, PostgresStore
+from plantstore.stores.postgres import (
+    OUTAGE_WAIT_SECONDS,
+    REQUEST_SECONDS,
+    STATEMENT_SECONDS,
+    PostgresStore,
+)
 from plantstore.stores.sqlite import BUSY_TIMEOUT_SECONDS, SqliteStore
 from tests.concurrency import at_once
 from tests.conftest import TOKEN
@@ -484,6 +489,35 @@ def test_with_postgresql_down_no_request_waits_past_the_bound(
         assert_unavailable(result)
         assert seconds < 1
     assert post_until_served(client, {"id": 2, "name": "ivy"}).status_code == 200
+
+
+@pytest.mark.slow
+def test_a_statement_under_way_when_postgresql_freezes_ends_at_the_bound(postgres_cluster):
+    """The pool's check of the connection was answered; then the server froze, the statement
+    in flight. `statement_timeout` is the server's to enforce, and psycopg has no timeout of
+    its own: the store's deadline shuts the connection."""
+    store = PostgresStore(postgres_cluster.url())
+    try:
+        with (
+            ThreadPoolExecutor(1) as calls,
+            psycopg.connect(postgres_cluster.url(), autocommit=True) as other_session,
+            other_session.transaction(),
+        ):
+            other_session.execute("LOCK TABLE plants IN ACCESS EXCLUSIVE MODE")
+            started = time.monotonic()
+            add = calls.submit(store.add, 1, b'{"name": "fern"}')
+            # Bounded poll: the insert waits for the lock, within its `statement_timeout`.
+            waiting = "SELECT count(*) FROM pg_locks WHERE NOT granted"
+            while other_session.execute(waiting).fetchone()[0] == 0:
+                assert time.monotonic() - started < STATEMENT_SECONDS, "the insert ran"
+            # The cluster serves again before `calls` is joined: a call that never ends fails
+            # the test, and does not hang it.
+            with postgres_cluster.frozen():
+                with pytest.raises(StoreUnavailable, match="no answer in time"):
+                    add.result(timeout=REQUEST_SECONDS + 5)
+                assert time.monotonic() - started < REQUEST_SECONDS + SLACK
+    finally:
+        store.close()
 
 
 @pytest.mark.slow

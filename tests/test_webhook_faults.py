@@ -38,7 +38,7 @@ GRACEFUL_TIMEOUT = 5
 #: Clients creating and deleting at once, and the plants each creates (deleting every other).
 CLIENTS, PLANTS_EACH = 4, 6
 #: Seconds any wait for the service gets: the slowest one, a claim left by a killed worker
-#: running out, takes TIMEOUT + LEASE_MARGIN_SECONDS.
+#: running out, takes 2 * TIMEOUT + LEASE_MARGIN_SECONDS.
 PATIENCE = 30.0
 
 pytestmark = [
@@ -246,7 +246,7 @@ def test_a_graceful_stop_ends_the_attempts_under_way_and_the_next_start_sends_th
 
     # Each attempt under way at the stop timed out and was put back for a retry, due within
     # its backoff; a worker that had left instead would have kept its claims (leases of
-    # TIMEOUT + LEASE_MARGIN_SECONDS), and the next start would wait them out.
+    # 2 * TIMEOUT + LEASE_MARGIN_SECONDS), and the next start would wait them out.
     assert [(at, attempts) for at, attempts in left if at > latest(attempts)] == []
 
     receiver.answer(200)

@@ -1,10 +1,9 @@
 """A webhook subscriber on loopback, as a real one would be: it verifies every delivery with
 `standardwebhooks` and records what arrives, and it can misbehave on demand (fail, refuse
-connections, answer too late or a byte at a time, never answer), so tests can watch the
-service's deliveries.
+connections, answer too late, trickle an answer's body, never answer), so tests can watch
+the service's deliveries.
 """
 
-import http
 import http.server
 import threading
 import time
@@ -16,9 +15,9 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 #: A secret in the Standard Webhooks form (`whsec_` and base64), for tests to configure.
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-#: Seconds between two bytes of a trickled answer.
+#: Seconds between two bytes of a trickled body.
 TRICKLE_SECONDS = 0.1
-#: The body of an answer whose body trickles: 10 s of it.
+#: The body of an answer that trickles: 10 s of it.
 TRICKLED_BODY = b"ok" * 50
 
 
@@ -55,7 +54,7 @@ class WebhookReceiver:
         self.connections = 0
         self.status = 200
         self.delay = 0.0
-        self.trickle: str | None = None
+        self.trickle = False
         self._released = threading.Event()
         self._released.set()
         self._closed = threading.Event()
@@ -65,13 +64,12 @@ class WebhookReceiver:
 
     # What the receiver does with the next deliveries.
 
-    def answer(self, status: int, delay: float = 0.0, trickle: str | None = None) -> None:
+    def answer(self, status: int, delay: float = 0.0, trickle: bool = False) -> None:
         """Answer `status`, `delay` seconds after the body has arrived (too late, if long).
 
-        With `trickle` "head", the answer comes a byte every `TRICKLE_SECONDS` from its status
-        line on; with "body", its head comes at once and then its body (`TRICKLED_BODY`) a
-        byte at a time. Either way bytes keep coming, and the whole takes far longer than a
-        sender's timeout.
+        With `trickle`, the answer's head comes at once, and then its body (`TRICKLED_BODY`)
+        a byte every `TRICKLE_SECONDS`: bytes keep coming, and the whole takes far longer than
+        a sender's timeout.
         """
         self.status, self.delay, self.trickle = status, delay, trickle
 
@@ -125,8 +123,9 @@ class WebhookReceiver:
         threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         return server
 
-    def _receive(self, body: bytes, headers: dict[str, str]) -> tuple[int, str | None]:
-        """Verify and record a delivery; give the status to answer it with, and how it trickles.
+    def _receive(self, body: bytes, headers: dict[str, str]) -> tuple[int, bool]:
+        """Verify and record a delivery; give the status to answer it with, and whether its
+        body trickles.
 
         The answer is the one the receiver was told to give when the delivery arrived.
         """
@@ -136,7 +135,7 @@ class WebhookReceiver:
             with self._changed:
                 self.unverified += 1
                 self._changed.notify_all()
-            return 400, None
+            return 400, False
         received = time.time()
         with self._changed:
             self.attempts += 1
@@ -144,7 +143,7 @@ class WebhookReceiver:
             self._changed.notify_all()
         self._released.wait()
         if self._closed.is_set():
-            return 503, None
+            return 503, False
         # The delay is the subscriber being slow, not the test waiting for something.
         self._closed.wait(delay)
         if 200 <= status < 300:
@@ -180,22 +179,12 @@ class WebhookReceiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 status, trickle = receiver._receive(body, headers)
-                if trickle is None:
-                    self.send_response(status)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                self.close_connection = True
-
-                def head(length: int) -> bytes:
-                    line = f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}"
-                    return f"{line}\r\nContent-Length: {length}\r\n\r\n".encode()
-
-                if trickle == "body":
-                    self.wfile.write(head(len(TRICKLED_BODY)))
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(TRICKLED_BODY) if trickle else 0))
+                self.end_headers()
+                if trickle:
+                    self.close_connection = True
                     receiver._trickle(TRICKLED_BODY, self.wfile)
-                else:
-                    receiver._trickle(head(0), self.wfile)
 
             def log_message(self, format, *args):
                 """Quiet: pytest shows what a test asserts, not every request."""

@@ -1,11 +1,8 @@
 """A store in PostgreSQL: durable, and shared by every process on every machine."""
 
-import math
-import socket
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext, suppress
 from functools import partial
 from typing import TypeVar
 
@@ -13,6 +10,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from plantstore.stores import Delivery, StoreUnavailable
+from plantstore.stores.deadlines import Deadlines
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
@@ -146,93 +144,17 @@ def _configure(connection: psycopg.Connection) -> None:
     connection.execute(f"SET statement_timeout = {round(STATEMENT_SECONDS * 1000)}")
 
 
-class _Deadlines:
-    """Shut the socket of a connection still in use at its deadline, so that no call outlives it.
-
-    `statement_timeout` is the server's to enforce, and a server that stops answering (stopped,
-    hung, or cut off by the network) enforces nothing; psycopg has no client-side timeout for a
-    query, and its cancel request needs the server to answer too. Shutting the socket down (not
-    closing it: the descriptor stays libpq's) makes the blocked read fail at once; libpq then
-    marks the connection bad, and the pool throws it away.
-
-    One thread watches every connection in use, waking at the earliest deadline (or every
-    `REQUEST_SECONDS` when there is none): no timer, and no thread, for each call.
-    """
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._due: dict[psycopg.Connection, float] = {}
-        self._shut: set[psycopg.Connection] = set()
-        self._wake_at = math.inf
-        self._closed = False
-        threading.Thread(target=self._watch, name="plantstore-deadlines", daemon=True).start()
-
-    @contextmanager
-    def bound(self, connection: psycopg.Connection, deadline: float) -> Iterator[None]:
-        """Hold `connection` to `deadline` (`time.monotonic`) while the block runs."""
-        with self._changed:
-            self._due[connection] = deadline
-            if deadline < self._wake_at:
-                self._changed.notify()
-        try:
-            yield
-        except psycopg.OperationalError as ex:
-            if self._forget(connection):
-                raise psycopg.OperationalError(
-                    "no answer in time, so its connection was shut"
-                ) from ex
-            raise
-        finally:
-            if self._forget(connection):
-                # Shut as the block ended otherwise: the pool must not hand it out again.
-                connection.close()
-
-    def _forget(self, connection: psycopg.Connection) -> bool:
-        """Stop watching `connection`; tell whether its deadline shut it."""
-        with self._changed:
-            self._due.pop(connection, None)
-            shut = connection in self._shut
-            self._shut.discard(connection)
-        return shut
-
-    def close(self) -> None:
-        """End the watching thread."""
-        with self._changed:
-            self._closed = True
-            self._changed.notify()
-
-    def _watch(self) -> None:
-        with self._changed:
-            while not self._closed:
-                now = time.monotonic()
-                for connection, deadline in list(self._due.items()):
-                    if deadline <= now:
-                        del self._due[connection]
-                        self._shut.add(connection)
-                        _shut_down(connection)
-                self._wake_at = min(self._due.values(), default=now + REQUEST_SECONDS)
-                self._changed.wait(self._wake_at - now)
-
-
-def _shut_down(connection: psycopg.Connection) -> None:
-    """End the connection's traffic both ways; its descriptor stays open, and libpq's."""
-    with (
-        suppress(OSError, psycopg.Error),
-        socket.fromfd(connection.fileno(), socket.AF_INET, socket.SOCK_STREAM) as copy,
-    ):
-        copy.shutdown(socket.SHUT_RDWR)
-
-
 class PostgresStore:
     """Plants in a PostgreSQL table, through a pool of connections opened in this process.
 
     Open it after gunicorn forks (the app is not preloaded, so `create_app` runs in each
     worker): a connection inherited across a fork would be shared by accident. The pool
-    connects in the background, so a worker starts even while the database is down, and it
-    replaces a connection that broke; meanwhile its methods raise `StoreUnavailable`.
+    connects in the background, so a worker starts even while the database is down (its
+    methods then raise `StoreUnavailable`), and it checks each connection before handing it
+    out: one the server dropped while idle (it restarted) is replaced, and costs no request.
 
     No call waits on the database longer than `REQUEST_SECONDS` (readiness, under a second),
-    even when the server stops answering (`_Deadlines`), and while the database is out of reach
+    even when the server stops answering (`Deadlines`), and while the database is out of reach
     a call waits only `OUTAGE_WAIT_SECONDS` for a connection: a thread held by the store is one
     that /healthz and other requests cannot have.
 
@@ -240,9 +162,9 @@ class PostgresStore:
     holds across processes and machines. Each statement commits on its own (autocommit), and
     with the server's default `synchronous_commit = on` a plant answered with 200 is on disk.
 
-    With webhook URLs, a change and its events commit in one transaction. A repeat of `add`
-    after a dropped connection whose commit went through finds the plant kept, and writes
-    no second event.
+    With webhook URLs, a change and its events commit in one transaction. A client's repeat of
+    an `add` whose commit went through, its answer lost with the connection, finds the plant
+    kept, and writes no second event.
 
     Args:
         url: a libpq URL; what it leaves out comes from the usual `PG*` variables.
@@ -267,17 +189,18 @@ class PostgresStore:
         with suppress(psycopg.OperationalError), psycopg.connect(url, **_CONNECT) as connection:
             _migrate(connection)
             self._out_of_reach = False
+        self._deadlines = Deadlines()
         self._pool = ConnectionPool(
             url,
             kwargs=_CONNECT,
             min_size=1,
             max_size=POOL_SIZE,
             configure=_configure,
+            check=self._check,
             reconnect_timeout=RECONNECT_SECONDS,
             name="plantstore",
             open=True,
         )
-        self._deadlines = _Deadlines()
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
         inserted, kept = self._on_a_connection(
@@ -342,45 +265,41 @@ class PostgresStore:
         if self._webhook_urls and self._on_event is not None:
             self._on_event()
 
+    def _check(self, connection: psycopg.Connection) -> None:
+        """The pool's own check of a connection, held to `STATEMENT_SECONDS`: a frozen server
+        would never answer it."""
+        with self._deadlines.bound(connection, time.monotonic() + STATEMENT_SECONDS):
+            ConnectionPool.check_connection(connection)
+
     def _on_a_connection(
         self,
         work: Callable[[psycopg.Connection], _T],
         wait: float = REQUEST_SECONDS - STATEMENT_SECONDS,
     ) -> _T:
-        """Do `work` on a pooled connection; on one the server dropped, do it again on another.
+        """Do `work` on a pooled connection.
 
-        Waits for connections at most `wait` seconds in all, or `OUTAGE_WAIT_SECONDS` while the
-        database is out of reach; each statement of `work` runs at most `STATEMENT_SECONDS`,
-        and `STATEMENT_SECONDS` after `wait` the connection is shut, whatever the server does.
-
-        A pooled connection the server dropped while idle (it restarted) fails only when used;
-        each is then thrown away, so a restart costs no request. `work` is safe to repeat: a
-        plant is only inserted where the id holds none, and a delete whose answer was lost
-        changes nothing when repeated (but then answers that it found nothing).
+        Waits for a connection (its check included) at most `wait` seconds, or
+        `OUTAGE_WAIT_SECONDS` while the database is out of reach; each statement of `work`
+        runs at most `STATEMENT_SECONDS`, and `STATEMENT_SECONDS` after `wait` the connection
+        is shut, whatever the server does.
         """
-        last_wait = time.monotonic() + wait
-        deadline = last_wait + STATEMENT_SECONDS
-        while True:
-            left = last_wait - time.monotonic()
-            if self._out_of_reach:
-                left = min(left, OUTAGE_WAIT_SECONDS)
-            connection = None
-            try:
-                with (
-                    self._pool.connection(timeout=left) as connection,
-                    self._deadlines.bound(connection, deadline),
-                ):
-                    done = work(connection)
-            except _CANNOT_SERVE as ex:
-                dropped = connection is not None and connection.broken
-                if connection is None or dropped:
-                    # No connection came in time, or the server dropped the one that did.
-                    self._out_of_reach = True
-                if not dropped or time.monotonic() >= last_wait:
-                    raise StoreUnavailable(f"PostgreSQL: {ex}") from ex
-            else:
-                self._out_of_reach = False
-                return done
+        deadline = time.monotonic() + wait + STATEMENT_SECONDS
+        if self._out_of_reach:
+            wait = min(wait, OUTAGE_WAIT_SECONDS)
+        connection = None
+        try:
+            with (
+                self._pool.connection(timeout=wait) as connection,
+                self._deadlines.bound(connection, deadline),
+            ):
+                done = work(connection)
+        except _CANNOT_SERVE as ex:
+            # No connection came in time, or the one that did was lost or shut.
+            if connection is None or connection.closed:
+                self._out_of_reach = True
+            raise StoreUnavailable(f"PostgreSQL: {ex}") from ex
+        self._out_of_reach = False
+        return done
 
 
 def _add(

@@ -8,15 +8,13 @@ leaves the outbox only once a subscriber answered 2xx, or it was given up.
 """
 
 import logging
-import os
 import queue
 import random
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from datetime import UTC, datetime
-from functools import partial
 from urllib.parse import urlsplit
 
 import urllib3
@@ -28,7 +26,6 @@ from plantstore.operations.metrics import (
     WEBHOOK_EVENTS_SENT,
 )
 from plantstore.stores import Delivery, Outbox, StoreUnavailable
-from plantstore.webhooks.deadline_http import pool_manager
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +38,8 @@ SENDERS = 4
 #: waits up to twice as long as the one before, to at most `MAX_RETRY_SECONDS`.
 FIRST_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 3600.0
-#: Seconds a claim outlives an attempt's timeout: time to record its outcome.
+#: Seconds a claim outlives the longest attempt (twice its timeout, see `Deliverer._attempt`):
+#: time to record its outcome.
 LEASE_MARGIN_SECONDS = 5.0
 #: An answer's body, read so that its connection can carry the next attempt, when it is no
 #: longer than this; a longer one (or one of unknown length) is left unread, its connection
@@ -67,7 +65,7 @@ class Deliverer:
         urls: the subscribers' URLs, as the store was opened with them.
         wake: set after a commit that wrote events, so they go at once.
         webhook: signs each attempt (Standard Webhooks).
-        timeout: seconds an attempt may take, connecting and being answered.
+        timeout: seconds an attempt gets to connect, and to be answered (see `_attempt`).
         give_up_after: seconds after an event was made when a failing delivery is given up.
         clock: the time, as `time.time()` gives it; tests move it on instead of waiting.
         jitter: how long to wait before a retry, given the longest wait backoff allows.
@@ -87,8 +85,8 @@ class Deliverer:
         self._outbox = outbox
         self._wake = wake
         self._webhook = webhook
-        self._timeout = urllib3.Timeout(total=timeout)
-        self._lease = timeout + LEASE_MARGIN_SECONDS
+        self._timeout = timeout
+        self._lease = 2 * timeout + LEASE_MARGIN_SECONDS
         self._give_up_after = give_up_after
         self._clock = clock
         self._jitter = jitter
@@ -97,16 +95,11 @@ class Deliverer:
         #: Set when a sender is done with a delivery.
         self._sender_freed = threading.Event()
         self._unavailable = False
-        self._prepare()
-
-    def _prepare(self) -> None:
-        """Make the lanes, the connection pools and the threads, ready to start."""
         self._lanes = [_Lane(url) for url in self._urls]
         self._lock = threading.Lock()
         # Keep-alive per subscriber's host, a connection for each sender: URLs on one host
         # share its pool, which then holds one for each of their senders.
-        # Each answer is read by the attempt's deadline, however slowly it comes.
-        self._http = pool_manager(
+        self._http = urllib3.PoolManager(
             num_pools=max(10, len(self._urls)), maxsize=SENDERS * max(1, len(self._urls))
         )
         # Daemon threads: a process that exits without `stop` (SIGKILL aside) must not hang
@@ -125,22 +118,13 @@ class Deliverer:
         ]
 
     def start(self) -> None:
-        for thread in self._threads:
-            thread.start()
-        # Threads do not cross a fork: a process forked from this one (a gunicorn worker,
-        # when the app is preloaded in the master) starts a deliverer of its own.
-        os.register_at_fork(after_in_child=partial(_start_again, weakref.ref(self)))
-
-    def _start_again(self) -> None:
-        """In a forked child: start afresh, unless stopped. The parent's claims are its own."""
-        if self._stopping.is_set():
-            return
-        self._prepare()
+        """Start claiming and sending, in this process: threads do not cross a fork, so start
+        it in the process that delivers (a gunicorn worker), once."""
         for thread in self._threads:
             thread.start()
 
     def stop(self) -> None:
-        """Claim nothing more; let attempts under way end, within their timeout.
+        """Claim nothing more; let attempts under way end (see `_attempt` for how soon).
 
         What was not delivered stays in the outbox for the next start (or another worker).
         """
@@ -261,8 +245,20 @@ class Deliverer:
     def _attempt(self, delivery: Delivery) -> str | None:
         """Post the delivery once, signed now; None when acknowledged (2xx), else why not.
 
+        urllib3's timeout bounds connecting, and each read of the answer's status line and
+        headers, to the attempt's `timeout`: a subscriber that never connects, or connects and
+        never answers, fails the attempt then. The status is the answer; the body is read
+        only by the attempt's deadline, checked between reads, so a body that trickles ends
+        the attempt at its timeout (one that stops coming, a read's timeout later), and an
+        attempt that gets no trickled head takes at most twice its timeout.
+
+        Left to the per-read timeout: a status line and headers trickled a byte at a time,
+        each byte within the timeout, hold the attempt (and a sender) for as long as they
+        come. Its claim then runs out and the delivery may be sent again: at least once.
+
         Why not never holds an exception's message, which may hold the URL's credentials.
         """
+        deadline = time.monotonic() + self._timeout
         now = self._clock()
         headers = {
             "Content-Type": "application/json",
@@ -281,7 +277,7 @@ class Deliverer:
                 delivery.url,
                 body=delivery.body,
                 headers=headers,
-                timeout=self._timeout,
+                timeout=urllib3.Timeout(connect=self._timeout, read=self._timeout),
                 retries=False,
                 redirect=False,
                 preload_content=False,
@@ -292,27 +288,26 @@ class Deliverer:
             return "timed out"
         except urllib3.exceptions.HTTPError as ex:
             return type(ex).__name__
-        _let_go(response)
+        _let_go(response, deadline)
         if 200 <= response.status < 300:
             return None
         return f"answered {response.status}"
 
 
-def _let_go(response: urllib3.BaseHTTPResponse) -> None:
-    """Give the answer's connection back for the next attempt: with the rest of its body read
-    (by the attempt's deadline, as its head was) if it says it is short, else closed."""
-    if response.length_remaining is not None and response.length_remaining <= ANSWER_BYTES:
-        response.drain_conn()
-    else:
+def _let_go(response: urllib3.BaseHTTPResponse, deadline: float) -> None:
+    """Give the answer's connection back for the next attempt: with the rest of its body read,
+    if it says it is short and all of it comes by `deadline` (`time.monotonic()`); else closed.
+
+    `read1` returns what has come, so the deadline is checked after each piece of a body that
+    trickles; a piece that does not come at all ends at urllib3's read timeout.
+    """
+    short = response.length_remaining is not None and response.length_remaining <= ANSWER_BYTES
+    with suppress(urllib3.exceptions.HTTPError):
+        while short and response.length_remaining and time.monotonic() < deadline:
+            response.read1(ANSWER_BYTES, decode_content=False)
+    if response.length_remaining != 0:
         response.close()
     response.release_conn()
-
-
-def _start_again(deliverer: "weakref.ref[Deliverer]") -> None:
-    """Start the deliverer again in a forked child, if it still exists."""
-    alive = deliverer()
-    if alive is not None:
-        alive._start_again()
 
 
 class _Lane:
