@@ -8,7 +8,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from plantstore.api.docs import PAGE
+from plantstore.api.docs import PAGE, PAGE_FILES, swagger_ui_assets
 from tests.gunicorn_server import ROOT
 from tests.test_read_list_delete import assert_head_answers_as_get
 
@@ -82,6 +82,16 @@ def test_the_assets_are_served_with_their_types(anonymous, name, content_type):
     assert result.headers["content-type"] == content_type
     assert int(result.headers["content-length"]) == len(result.content) > 0
     assert "etag" in result.headers
+
+
+def test_only_the_files_the_page_loads_are_served(anonymous):
+    """Swagger UI's package ships more: the editor's bundles and source maps, megabytes each."""
+    loaded = re.findall(r'(?:href|src)="docs/([^"]+)"', PAGE)
+    assert sorted(loaded) == sorted(PAGE_FILES)
+    for name in ("swagger-editor-es-bundle.js.map", "swagger-ui.js", "favicon-16x16.png"):
+        assert (swagger_ui_assets() / name).is_file()
+        for method in ("GET", "HEAD", "OPTIONS"):
+            assert anonymous.simulate_request(method, f"/docs/{name}").status_code == 404
 
 
 @pytest.mark.parametrize("path", ["/docs", "/docs/swagger-ui.css", "/docs/nothing.js"])

@@ -51,6 +51,9 @@ window.ui = SwaggerUIBundle({
 """
 
 
+#: The files of Swagger UI's distribution that `PAGE` loads.
+PAGE_FILES = frozenset({"swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png"})
+
 #: What `OPTIONS` answers for a file of the page that exists, as the router answers elsewhere.
 _answer_options = options_responder("GET, HEAD, OPTIONS")
 
@@ -84,13 +87,14 @@ class DocsAssets:
 
     def __init__(self, directory: Path) -> None:
         self._files = falcon.routing.StaticRoute("/docs", directory)
-        self._names = frozenset(path.name for path in directory.iterdir() if path.is_file())
 
     def on_get(self, req, resp, name):
+        _served(name)
         self._files(req, resp)
 
     def on_head(self, req, resp, name):
         """Answer GET's headers; close the file GET would have sent, as Falcon sends no body."""
+        _served(name)
         self._files(req, resp)
         if resp.stream is not None:
             resp.stream.close()
@@ -98,9 +102,15 @@ class DocsAssets:
 
     def on_options(self, req, resp, name):
         """Answer as `plantstore.api.routing.Router` does on every path, for a file that exists."""
-        if name not in self._names:
-            raise falcon.HTTPNotFound()
+        _served(name)
         _answer_options(req, resp)
+
+
+def _served(name: str) -> None:
+    """Serve only the files the page loads: the package ships more (the editor's bundles, their
+    source maps, megabytes each), which nobody needs from this service."""
+    if name not in PAGE_FILES:
+        raise falcon.HTTPNotFound()
 
 
 def add_docs(app: falcon.App) -> None:
