@@ -69,7 +69,7 @@ def test_serve_and_the_checkouts_gunicorn_conf_have_the_same_settings(tmp_path):
 
     served = settings([PLANTSTORE, "serve"], tmp_path)
     assert served == settings(GUNICORN, ROOT)
-    assert "worker_class                       = plantstore.worker.EdgeWorker" in served
+    assert "worker_class                       = gthread" in served
     assert "on_starting                        = <on_starting()>" in served
 
 

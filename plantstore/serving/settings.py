@@ -42,9 +42,8 @@ wsgi_app = "plantstore.app:create_app()"
 workers = _server.workers
 
 # Each process serves requests on threads (gthread worker), which overlap waiting for I/O.
-# plantstore's gthread worker answers what gunicorn refuses itself with the JSON Error body,
-# and bounds the time a request's body has to arrive (see plantstore/worker.py).
-worker_class = "plantstore.worker.EdgeWorker"
+# The stock threaded worker; gunicorn's docs put it behind a buffering proxy, deploy/nginx.conf.
+worker_class = "gthread"
 threads = _config.threads
 
 # Proxies trusted for X-Forwarded-For/-Proto and SCRIPT_NAME, by gunicorn and the app alike.
@@ -63,9 +62,6 @@ graceful_timeout = _server.graceful_timeout
 
 # How long an idle keep-alive connection is held open.
 keepalive = _server.keepalive
-
-# Seconds a request's body has to arrive after its head (a body still missing then is 408, and
-# its thread is free) is not a gunicorn setting: post_worker_init hands it to the worker.
 
 # One access-log line per request on stdout; never with the Authorization header.
 accesslog = "-"
@@ -141,11 +137,6 @@ def on_exit(server):
     """Remove what the run made for itself: a token file, and the metrics' directory."""
     run_token.remove()
     shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
-
-
-def post_worker_init(worker):
-    """Give the worker the bound on a request body's arrival, which gunicorn has no setting for."""
-    worker.body_timeout = _server.body_timeout
 
 
 # Metrics (plantstore/metrics.py): each worker keeps its counts in files of one directory, and a
