@@ -21,8 +21,6 @@ DEFAULT_MAX_BODY_BYTES = 65536
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
 DEFAULT_STORE = MEMORY_URL
-#: Seconds a request's body has to arrive, from the end of its head, unless configured.
-DEFAULT_BODY_TIMEOUT = 10
 #: Threads in each gunicorn worker, unless configured.
 DEFAULT_THREADS = 8
 #: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.

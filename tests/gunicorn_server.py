@@ -50,7 +50,7 @@ class GunicornServer:
         else:
             self._socket = socket.socket(socket.AF_UNIX)
             self._socket.bind(str(unix_path))
-            self._socket.listen()
+            self._socket.listen(1024)
         self._log_dir = log_dir
         self._stderr_read = ""
         fd = self._socket.fileno()

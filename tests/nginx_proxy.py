@@ -11,14 +11,16 @@ from pathlib import Path
 from tests.gunicorn_server import ROOT
 
 SITE = ROOT / "deploy" / "nginx.conf"
+UNIT = ROOT / "deploy" / "plantstore.service"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
-#: A main configuration that keeps every file nginx writes in the test's directory.
+#: A main configuration that keeps every file nginx writes in the test's directory (and allows
+#: as many connections as Debian's own).
 MAIN = """\
 user {user};
 worker_processes 1;
 pid {directory}/nginx.pid;
-events {{ worker_connections 256; }}
+events {{ worker_connections 768; }}
 http {{
     access_log {directory}/access.log;
     client_body_temp_path {directory}/client_body;
@@ -29,6 +31,23 @@ http {{
     include {directory}/site.conf;
 }}
 """
+
+
+def unit_settings() -> dict[str, str]:
+    """The unit's `Name=value` lines, `Environment=` ones by the variable they set."""
+    settings = {}
+    for line in UNIT.read_text().splitlines():
+        name, _, value = line.partition("=")
+        if name == "Environment":
+            name, _, value = value.partition("=")
+        if value and not line.startswith("#"):
+            settings[name] = value
+    return settings
+
+
+def unit_gunicorn_settings() -> dict[str, str]:
+    """The unit's settings of gunicorn, which the site counts on: gunicorn behind it has them."""
+    return {name: value for name, value in unit_settings().items() if name.startswith("GUNICORN_")}
 
 
 def render_site(upstream: str, listen: str, prefix: str = "") -> str:

@@ -42,6 +42,20 @@ def read_until_closed(client: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+def read_answer(stream) -> Answer:
+    """Read one answer (with Content-Length) from `stream`, a socket's `makefile("rb")`.
+
+    One stream reads answers pipelined on one connection, one after the other.
+    """
+    status_line = stream.readline().decode("latin-1").rstrip("\r\n")
+    assert status_line, "the connection closed before an answer"
+    headers = {}
+    while line := stream.readline().decode("latin-1").rstrip("\r\n"):
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return Answer(status_line, headers, stream.read(int(headers.get("content-length", 0))))
+
+
 def parse_answers(data: bytes) -> list[Answer]:
     """Split what a server sent on one connection into its answers (each with Content-Length)."""
     answers = []

@@ -1,17 +1,23 @@
 """The shipped nginx site agrees with the service it fronts, setting for setting."""
 
+import json
 import re
 
 import falcon.testing
 
+from plantstore.api.errors import RETRY_AFTER_SECONDS
 from plantstore.app import create_app
-from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
+from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, read_all
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT
-from tests.nginx_proxy import SITE
+from tests.nginx_proxy import SITE, unit_gunicorn_settings, unit_settings
 
 NGINX_SIZE = re.compile(r"(\d+)([km]?)")
+
+#: Every status nginx answers for itself, in front of this service: 494 is its own code for a
+#: head over its buffers, answered as 431; 502 to 504 mean gunicorn is down or too slow.
+NGINX_REFUSALS = {400, 404, 405, 408, 413, 414, 494, 500, 501, 502, 503, 504, 505}
 
 
 def nginx_bytes(size: str) -> int:
@@ -19,40 +25,127 @@ def nginx_bytes(size: str) -> int:
     return int(number) * {"": 1, "k": 2**10, "m": 2**20}[unit]
 
 
-def site_setting(name: str) -> str:
-    (value,) = re.findall(rf"^\s*{name} ([^;]+);", SITE.read_text(), flags=re.MULTILINE)
+def block(opening: str) -> str:
+    """The text of the site's block that opens with `opening {` (none of them nests another)."""
+    site = SITE.read_text()
+    start = site.index(f"{opening} {{\n")
+    return site[start : site.index("\n    }\n", start)]
+
+
+def setting(name: str, text: str | None = None) -> str:
+    """The value of the one `name` directive in `text` (the whole site by default)."""
+    (value,) = re.findall(rf"^\s*{name} ([^;]+);", text or SITE.read_text(), flags=re.MULTILINE)
     return value
 
 
-def test_the_sites_body_limit_is_the_services_default():
-    assert nginx_bytes(site_setting("client_max_body_size")) == DEFAULT_MAX_BODY_BYTES
-    assert nginx_bytes(site_setting("client_body_buffer_size")) == DEFAULT_MAX_BODY_BYTES
+def service() -> falcon.testing.TestClient:
+    return falcon.testing.TestClient(create_app(Config(tokens=frozenset({TOKEN})), MemoryStore()))
+
+
+def test_the_sites_body_limit_is_the_services_default_and_bounds_the_proxied_location():
+    proxied = block("    location /")
+    assert nginx_bytes(setting("client_max_body_size", proxied)) == DEFAULT_MAX_BODY_BYTES
+    assert nginx_bytes(setting("client_body_buffer_size", proxied)) == DEFAULT_MAX_BODY_BYTES
+    # Outside it, an error page answers whatever body the refused request announced.
+    server = SITE.read_text().replace(proxied, "")
+    assert setting("client_max_body_size", server) == "0"
+
+
+def error_pages() -> dict[int, tuple[int, str]]:
+    """Each status nginx answers itself: the status it answers with, and the page's URI."""
+    pages = {}
+    for codes, answered, uri in re.findall(
+        r"^\s*error_page ((?:\d{3} )+)(?:=(\d{3}) )?(\S+);", SITE.read_text(), flags=re.MULTILINE
+    ):
+        for code in map(int, codes.split()):
+            assert code not in pages, f"two pages for {code}"
+            pages[code] = (int(answered or code), uri)
+    return pages
+
+
+def page(uri: str) -> tuple[int, dict, str]:
+    """What the page's location answers: its status, its JSON body, and the whole location."""
+    location = block(f"    location = {uri}")
+    status, body = re.search(r"^\s*return (\d{3}) '([^']*)';", location, re.MULTILINE).groups()
+    return int(status), json.loads(body), location
+
+
+def test_every_refusal_nginx_makes_is_answered_with_the_json_error_body():
+    pages = error_pages()
+    assert set(pages) == NGINX_REFUSALS
+    assert pages[494][0] == 431
+    assert {pages[code][0] for code in (502, 503, 504)} == {503}
+    for answered, uri in pages.values():
+        # A named @location would answer a refused request line with nginx's 500.
+        assert uri.startswith("/"), uri
+        status, body, location = page(uri)
+        assert status == answered
+        assert body.keys() == {"error", "message"}
+        assert body["error"] == status
+        assert body["message"]
+        assert "\n        internal;\n" in location
+        assert "\n        default_type application/json;\n" in location
 
 
 def test_the_sites_413_is_the_one_the_service_answers():
-    client = falcon.testing.TestClient(create_app(Config(tokens=frozenset({TOKEN})), MemoryStore()))
-    answer = client.simulate_post(
+    answer = service().simulate_post(
         "/plants",
         body=b"x" * (DEFAULT_MAX_BODY_BYTES + 1),
         headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
     )
     assert answer.status_code == 413
-    assert site_setting("return 413") == f"'{answer.text}'"
+    assert page(error_pages()[413][1])[1] == answer.json
 
 
-UNIT = ROOT / "deploy" / "plantstore.service"
+def test_the_sites_404_for_its_own_pages_is_the_one_the_service_answers_an_unknown_path():
+    answer = service().simulate_get("/.plantstore-errors/400")
+    assert answer.status_code == 404
+    assert page(error_pages()[404][1])[1] == answer.json
 
 
-def unit_settings() -> dict[str, str]:
-    """The unit's `Name=value` lines, `Environment=` ones by the variable they set."""
-    settings = {}
-    for line in UNIT.read_text().splitlines():
-        name, _, value = line.partition("=")
-        if name == "Environment":
-            name, _, value = value.partition("=")
-        if value and not line.startswith("#"):
-            settings[name] = value
-    return settings
+def test_the_sites_503_says_when_to_retry_as_the_services_does():
+    location = page(error_pages()[502][1])[2]
+    assert f"\n        add_header Retry-After {RETRY_AFTER_SECONDS} always;\n" in location
+
+
+#: What gunicorn and the app take from a trusted proxy: none may pass from the client as sent.
+FORWARDED = {
+    "X-Forwarded-For": "$remote_addr",
+    "X-Forwarded-Proto": "$scheme",
+    "X-Forwarded-Ssl": '""',
+    "X-Forwarded-Protocol": '""',
+    "X-Forwarded-Host": '""',
+    "X-Forwarded-Port": '""',
+    "Forwarded": '""',
+    "SCRIPT_NAME": '""',
+    "PATH_INFO": '""',
+}
+
+
+def test_the_proxy_sets_or_blanks_every_forwarded_header():
+    proxied = block("    location /")
+    for name, value in FORWARDED.items():
+        assert setting(f"proxy_set_header {name}", proxied) == value
+
+
+def test_the_proxy_buffers_requests_and_answers_and_bounds_slow_clients():
+    proxied = block("    location /")
+    assert setting("proxy_request_buffering", proxied) == "on"
+    assert setting("proxy_buffering", proxied) == "on"
+    for timeout in ("client_header_timeout", "client_body_timeout", "send_timeout"):
+        assert re.fullmatch(r"\d+s", setting(timeout))
+
+
+def test_gunicorn_behind_the_site_never_refuses_a_head_that_nginx_passes_on():
+    """gunicorn's refusals are its own words in HTML: nginx must refuse first, in JSON."""
+    _, server = read_all({**unit_gunicorn_settings(), "PLANTSTORE_TOKENS": TOKEN})
+    number, size = setting("large_client_header_buffers").split()
+    buffers, size = int(number), nginx_bytes(size)
+    # A line, CRLF included, fits in one buffer; so does each field.
+    assert size - 2 <= server.limit_request_line
+    assert size <= server.limit_request_field_size
+    # The shortest field is `a:` and its CRLF; nginx adds a few of its own (Host, X-Forwarded-*).
+    assert buffers * size // 4 + len(FORWARDED) + 2 <= server.limit_request_fields
 
 
 def how_to() -> str:

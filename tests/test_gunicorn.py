@@ -1,15 +1,12 @@
 """The real gunicorn serving the real app, over a loopback socket."""
 
-import http.client
 import json
 import os
 import re
 import signal
-import socket
 import stat
 import time
 from functools import partial
-from http import HTTPStatus
 from pathlib import Path
 
 import pytest
@@ -22,7 +19,7 @@ from tests.gunicorn_server import (
     run_to_exit,
     server_environ,
 )
-from tests.raw_http import exchange, parse_answers, read_until_closed
+from tests.raw_http import exchange, parse_answers
 
 TOKEN = "gunicorn-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -373,105 +370,12 @@ def test_workers_default_to_one_for_the_memory_store_and_the_cores_for_a_shared_
     assert re.search(r"^workers +=\s*(\d+)$", result.stdout, re.MULTILINE).group(1) == str(workers)
 
 
-@pytest.mark.parametrize(
-    ("raw", "status"),
-    [
-        (b"HELLO\r\n\r\n", 400),
-        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 9000 + b"\r\n\r\n", 431),
-    ],
-    ids=["no request line", "a header over the limit"],
-)
-def test_what_gunicorn_refuses_itself_is_answered_with_an_error_body(server, raw, status):
-    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as client:
-        client.sendall(raw)
-        response = http.client.HTTPResponse(client)
-        response.begin()
-        assert response.status == status
-        assert response.getheader("content-type") == "application/json"
-        body = json.loads(response.read())
-    assert body["error"] == status
-    assert body["message"]
-
-
-#: A secret a client puts where gunicorn refuses the request: it must not come back, nor be logged.
+#: A secret a client puts where it does not belong: it must not come back, nor be logged.
 SECRET = "s3cret-in-a-header"
 
 
 def refused(head: str) -> bytes:
     return head.encode("latin-1") + b"\r\n\r\n"
-
-
-# Twelve servers: the slow set (tests/test_refusals.py checks the words in process).
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("raw", "status"),
-    [
-        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization Bearer {SECRET}"), 400),
-        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nX-({SECRET}): 1"), 400),
-        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SECRET}\x01"), 400),
-        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n {SECRET}"), 400),
-        (refused(f"GET /healthz?token={SECRET}\x7f HTTP/1.1\r\nHost: x"), 400),
-        (refused(f"{SECRET} /healthz HTTP/1.1\r\nHost: x"), 400),
-        (refused(f"GET /healthz HTTP/{SECRET}\r\nHost: x"), 400),
-        (refused("GET /healthz HTTP/2.0\r\nHost: x"), 505),
-        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: {SECRET}"), 417),
-        (refused(f"POST /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: x{SECRET}"), 501),
-        (refused(f"GET /plants HTTP/1.1\r\nHost: x\r\nSCRIPT_NAME: /{SECRET}"), 400),
-        (refused(f"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: {SECRET}{'a' * 9000}"), 431),
-    ],
-    ids=[
-        "a header line without a colon",
-        "a header name that is no token",
-        "a control character in a header value",
-        "a header folded over lines",
-        "a control character in the request line",
-        "a method that is no method",
-        "an HTTP version that is none",
-        "an HTTP version other than HTTP/1",
-        "an expectation other than 100-continue",
-        "a transfer coding other than chunked",
-        "a path outside the SCRIPT_NAME a trusted proxy sent",
-        "a header over the limit",
-    ],
-)
-def test_a_refusal_repeats_nothing_the_client_sent_and_is_logged_with_its_request_id(
-    server, raw, status
-):
-    (answer,) = parse_answers(exchange(server.port, raw))
-    assert answer.status_line == f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"
-    assert answer.headers["connection"] == "close"
-    assert answer.json()["error"] == status
-    assert SECRET not in answer.json()["message"]
-    request_id = answer.headers["x-request-id"]
-
-    stdout, stderr = server.stop()
-    assert SECRET not in stdout + stderr
-    (access,) = stdout.splitlines()
-    logged = '"GET /plants"' if b"SCRIPT_NAME" in raw else '"- -"'
-    assert access.startswith(f"127.0.0.1 request_id={request_id} {logged} status={status} ")
-    (warning,) = [line for line in stderr.splitlines() if "invalid request" in line]
-    assert ERROR_LOG_LINE.fullmatch(warning).group(1, 2) == (request_id, "WARNING")
-    assert warning.endswith(" invalid request from 127.0.0.1: " + answer.json()["message"])
-
-
-def test_a_path_outside_the_proxys_script_name_is_the_clients_error(server):
-    raw = refused(
-        "GET /plants HTTP/1.1\r\nHost: x\r\nSCRIPT_NAME: /elsewhere\r\nX-Request-ID: trace-me-2"
-    )
-    (answer,) = parse_answers(exchange(server.port, raw))
-    assert (answer.status, answer.json()) == (
-        400,
-        {"error": 400, "message": "The path does not start with the SCRIPT_NAME prefix."},
-    )
-    assert answer.headers["x-request-id"] == "trace-me-2"
-    stdout, _ = server.stop()
-    assert 'request_id=trace-me-2 "GET /plants" status=400 ' in stdout
-
-
-def test_a_request_of_http_1_2_is_answered_as_http_1_1(server):
-    (answer,) = parse_answers(exchange(server.port, refused("GET /healthz HTTP/1.2\r\nHost: x")))
-    assert answer.status_line == "HTTP/1.1 200 OK"
-    assert answer.json() == {"status": "ok"}
 
 
 PLANT = b'{"id": 7, "name": "fern"}'
@@ -491,19 +395,6 @@ def post_head(body_length: int, *extra: str) -> bytes:
     )
 
 
-@pytest.mark.parametrize(
-    ("extra", "status"),
-    [((), 401), ((f"Authorization: Bearer {TOKEN}",), 413)],
-    ids=["without a token", "over the limit"],
-)
-def test_a_body_left_unread_is_answered_with_connection_close_and_the_close(server, extra, status):
-    body = b"x" * 70_000
-    raw = post_head(len(body), *extra) + body + refused("GET /healthz HTTP/1.1\r\nHost: x")
-    (answer,) = parse_answers(exchange(server.port, raw))
-    assert answer.status == status
-    assert answer.headers["connection"] == "close"
-
-
 def test_a_body_read_through_keeps_the_connection_for_the_next_request(server):
     raw = post_head(len(PLANT), f"Authorization: Bearer {TOKEN}") + PLANT
     answers = parse_answers(
@@ -515,35 +406,23 @@ def test_a_body_read_through_keeps_the_connection_for_the_next_request(server):
     ]
 
 
-def read_answer(client: socket.socket) -> http.client.HTTPResponse:
-    answer = http.client.HTTPResponse(client)
-    answer.begin()
-    return answer
-
-
 @pytest.mark.parametrize(
-    ("length", "extra", "status"),
-    [(len(PLANT), (), 401), (10_000_000, (f"Authorization: Bearer {TOKEN}",), 413)],
-    ids=["without a token", "announced over the limit"],
+    "body",
+    [b"g\r\n{}\r\n0\r\n\r\n", b"19\r\n" + PLANT + b"XX0\r\n\r\n", b"19\r\n" + PLANT[:10]],
+    ids=["a chunk size that is no hex", "a chunk without its CRLF", "a close mid-chunk"],
 )
-def test_100_continue_is_not_sent_for_a_body_that_is_refused(server, length, extra, status):
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
-        client.sendall(post_head(length, "Expect: 100-continue", *extra))
-        sent = read_until_closed(client)
-    assert sent.startswith(f"HTTP/1.1 {status} ".encode()), "no 100 Continue before a refusal"
-    (answer,) = parse_answers(sent)
-    assert (answer.status, answer.headers["connection"]) == (status, "close")
-
-
-def test_100_continue_is_sent_when_the_body_is_read(server):
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
-        client.sendall(
-            post_head(len(PLANT), "Expect: 100-continue", f"Authorization: Bearer {TOKEN}")
-        )
-        assert client.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
-        client.sendall(PLANT)
-        answer = read_answer(client)
-        assert (answer.status, json.loads(answer.read())) == (200, {"name": "fern"})
+def test_a_chunked_body_gunicorn_cannot_read_to_its_end_is_the_apps_400(server, body):
+    """What gunicorn raises as the app reads (tests/test_broken_bodies.py has the why)."""
+    head = "POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += f"Transfer-Encoding: chunked\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    (answer,) = parse_answers(exchange(server.port, head.encode() + body))
+    assert (answer.status, answer.json()) == (
+        400,
+        {
+            "error": 400,
+            "message": "The body is malformed, or the connection closed before its end.",
+        },
+    )
 
 
 #: A line of the error log: time, process, request id, logger, level, message.

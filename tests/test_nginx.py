@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from tests.gunicorn_server import TOO_LARGE, GunicornServer, send, server_environ
-from tests.nginx_proxy import NginxProxy
+from tests.nginx_proxy import NginxProxy, unit_gunicorn_settings
 
 pytestmark = pytest.mark.slow
 
@@ -39,14 +39,14 @@ def certificate(tmp_path_factory):
 
 @pytest.fixture
 def start(tmp_path_factory):
-    """Start gunicorn (on a unix socket, or on TCP) and nginx in front of it."""
+    """Start gunicorn (on a unix socket, or on TCP), with the unit's settings, and nginx."""
     running = []
 
     def start(unix=True, prefix="", certificate=None, **environ):
         gunicorn, nginx = tmp_path_factory.mktemp("gunicorn"), tmp_path_factory.mktemp("nginx")
         socket_path = gunicorn / "gunicorn.sock"
         server = GunicornServer(
-            server_environ(PLANTSTORE_TOKENS=TOKEN, **environ),
+            server_environ(PLANTSTORE_TOKENS=TOKEN, **{**unit_gunicorn_settings(), **environ}),
             unix_path=socket_path if unix else None,
             log_dir=gunicorn,
         )
@@ -168,6 +168,32 @@ def test_openapi_servers_name_the_proxys_scheme_host_and_prefix(start, certifica
     fern = json.dumps({"id": 5, "name": "fern"})
     answer = request(proxy, "POST", f"{prefix}/plants", fern, {**AUTH, **headers}, certificate)
     assert answer[::2] == (200, b'{"name":"fern"}')
+
+
+#: What a client may send to pass for a proxy: gunicorn and the app must trust none of it.
+SPOOFED = {
+    "X-Forwarded-For": "203.0.113.9",
+    "X-Forwarded-Proto": "https",
+    "X-Forwarded-Ssl": "on",
+    "X-Forwarded-Protocol": "ssl",
+    "X-Forwarded-Host": "evil.example",
+    "X-Forwarded-Port": "444",
+    "Forwarded": "for=203.0.113.9;proto=https;host=evil.example",
+    "SCRIPT_NAME": "/evil",
+    "PATH_INFO": "/evil",
+}
+
+
+@pytest.mark.parametrize("prefix", ["", "/plantstore"])
+def test_what_a_client_says_it_forwards_is_not_trusted(start, prefix):
+    """nginx sets or blanks every forwarded header: the scheme, host, prefix and client are
+    the ones nginx saw. (gunicorn would refuse the contradictory scheme headers outright.)"""
+    server, proxy = start(prefix=prefix)
+    headers = {"Host": "plants.example", **SPOOFED}
+    status, _, body = request(proxy, "GET", f"{prefix}/openapi.json", None, headers)
+    assert status == 200
+    assert json.loads(body)["servers"] == [{"url": f"http://plants.example{prefix}"}]
+    assert access_log_addresses(server) == [CLIENT]
 
 
 def test_a_stalled_client_holds_no_gunicorn_thread_behind_the_proxy(start):

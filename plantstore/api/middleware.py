@@ -5,7 +5,6 @@ import re
 import uuid
 
 import falcon
-from gunicorn.http.errors import NoMoreData, ParseException
 
 from plantstore.operations.logs import ROUTE_KEY, current_request_id
 
@@ -47,12 +46,8 @@ class BodyLimit:
     hands on whatever part of a body came before the client closed: were that part valid JSON,
     an incomplete request (RFC 9112, section 6.3) would be served as a whole one.
 
-    Reading fails when the client breaks the body: gunicorn raises a `ParseException` for a
-    malformed chunk or trailer, `NoMoreData` when the client closes before the last chunk (a
-    `ConnectionError` when it resets the connection), and the worker (`plantstore/worker.py`)
-    `TimeoutError` when the body does not arrive in time. Each is the client's error, 400 or
-    408; the worker then closes the connection, since where the next request would start is
-    unknown.
+    Reading fails when the client breaks the body: a malformed chunk or trailer, a close or a
+    reset before its end. Either way it is the client's error, 400 (see `_read`).
 
     It runs in `process_resource`, after authentication, so no body is read for a client that
     is not let in, and none for a path that does not exist.
@@ -91,18 +86,15 @@ class BodyLimit:
 
 
 def _read(stream, size: int) -> bytes:
-    """Read the body; a body the client broke off, garbled or stalled is its error."""
+    """Read the body; a body whose reading fails half-way is the client's error, 400."""
     try:
         return stream.read(size)
-    except TimeoutError:
-        raise falcon.HTTPError(
-            falcon.HTTP_408, title="Request Timeout", description="The body did not arrive in time."
-        ) from None
-    except ParseException:
+    except Exception:
+        # PEP 3333 names no exception for a `wsgi.input` that fails, so each server raises its
+        # own: gunicorn a parse error of its own for a broken chunk, another when the client
+        # closes before the end, an `OSError` when it resets. Nothing here but the read can
+        # raise, and the read only fails on what the client sent (or did not).
         raise falcon.HTTPBadRequest(
-            title="Malformed body", description="The chunked body or its trailer is malformed."
-        ) from None
-    except (NoMoreData, ConnectionError):
-        raise falcon.HTTPBadRequest(
-            title="Incomplete body", description="The connection closed before the body's end."
+            title="Broken body",
+            description="The body is malformed, or the connection closed before its end.",
         ) from None
