@@ -162,6 +162,28 @@ def test_the_next_link_honours_a_proxys_prefix_written_as_a_uri(client, prefix, 
     assert next_page(result) == f"{written}/plants?limit=2&after=1"
 
 
+@pytest.mark.parametrize(
+    ("prefix", "path", "link"),
+    [
+        ("", "//plants", "/plants"),
+        ("", "///plants", "/plants"),
+        # A server decodes `%2F` into the path it hands over, as the test client does.
+        ("", "/%2Fplants", "/plants"),
+        ("/plantstore", "//plants", "/plantstore//plants"),
+        ("//plantstore", "/plants", "/plantstore/plants"),
+    ],
+)
+def test_the_next_link_is_a_path_even_when_the_request_doubled_its_slash(
+    client, prefix, path, link
+):
+    """`//plants` would be a URL of the host `plants`: a client would take its token there."""
+    for plant_id in range(3):
+        create(client, plant_id)
+    result = client.simulate_get(path, query_string="limit=2", root_path=prefix)
+    assert [item["id"] for item in result.json] == [0, 1]
+    assert next_page(result) == f"{link}?limit=2&after=1"
+
+
 @pytest.fixture
 def roomy_client(store):
     """A client of a service that takes plants of up to twice a page's bytes."""

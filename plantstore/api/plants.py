@@ -61,9 +61,11 @@ class Plants:
         if page.full:
             given = {name: query[name] for name in ("limit", "tag") if name in req.params}
             query_string = urlencode({**given, "after": page.plants[-1][0]}, quote_via=quote)
-            target = f"{quote(req.root_path + req.path)}?{query_string}"
+            # One leading slash: a client resolves `//plants`, which `GET //plants` would
+            # give, as a URL of the host `plants`.
+            path = "/" + (req.root_path + req.path).lstrip("/")
             # Quoted, as GitHub writes it and as many clients' parsers expect.
-            resp.append_header("Link", f'<{target}>; rel="next"')
+            resp.append_header("Link", f'<{quote(path)}?{query_string}>; rel="next"')
 
     on_head = on_get
 
