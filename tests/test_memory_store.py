@@ -5,6 +5,7 @@ import tracemalloc
 
 import orjson
 
+from plantstore.api.schemas import MAX_PAGE_BYTES
 from plantstore.stores.memory import MemoryStore
 from tests.test_store_contract import race_adds_and_deletes
 
@@ -57,5 +58,5 @@ def test_a_page_is_read_from_the_sorted_indexes_not_from_every_plant():
             plant_id, orjson.dumps({"name": "fern", "tag": "odd" if plant_id % 2 else "even"})
         )
     store._plants = NoScans(store._plants)
-    assert [plant_id for plant_id, _ in store.page(3, 2, None)] == [4, 5]
-    assert [plant_id for plant_id, _ in store.page(3, 2, "odd")] == [5, 7]
+    assert [plant_id for plant_id, _ in store.page(3, 2, None, MAX_PAGE_BYTES).plants] == [4, 5]
+    assert [plant_id for plant_id, _ in store.page(3, 2, "odd", MAX_PAGE_BYTES).plants] == [5, 7]

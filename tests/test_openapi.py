@@ -8,6 +8,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from plantstore.api.schemas import (
+    MAX_PAGE_BYTES,
     ErrorSchema,
     NewPlantSchema,
     PageQuerySchema,
@@ -174,6 +175,12 @@ def test_the_parameters_are_the_schemas(document):
     }
     assert query["tag"]["schema"] == {"type": "string"}
     assert not any(parameter["required"] for parameter in query.values())
+
+
+def test_the_list_tells_that_a_page_holds_a_mebibyte_at_most(document):
+    query = {p["name"]: p for p in document["paths"]["/plants"]["get"]["parameters"]}
+    assert f"at most {MAX_PAGE_BYTES:,} bytes (1 MiB)" in query["limit"]["description"]
+    assert "1 MiB" in document["components"]["headers"]["Link"]["description"]
 
 
 #: Routes for people, not for clients: the docs page and its files (see tests/test_docs_page.py).

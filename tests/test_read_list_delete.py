@@ -2,8 +2,15 @@
 
 import re
 
+import falcon.testing
+import orjson
 import pytest
 
+from plantstore.api.schemas import MAX_PAGE_BYTES
+from plantstore.app import create_app
+from plantstore.config import Config
+from plantstore.stores import ID_BYTES
+from tests.conftest import TOKEN
 from tests.test_plants import assert_error, post
 
 
@@ -153,6 +160,63 @@ def test_the_next_link_honours_a_proxys_prefix_written_as_a_uri(client, prefix, 
         create(client, plant_id)
     result = client.simulate_get("/plants", query_string="limit=2", root_path=prefix)
     assert next_page(result) == f"{written}/plants?limit=2&after=1"
+
+
+@pytest.mark.parametrize(
+    ("prefix", "path", "link"),
+    [
+        ("", "//plants", "/plants"),
+        ("", "///plants", "/plants"),
+        # A server decodes `%2F` into the path it hands over, as the test client does.
+        ("", "/%2Fplants", "/plants"),
+        ("/plantstore", "//plants", "/plantstore//plants"),
+        ("//plantstore", "/plants", "/plantstore/plants"),
+    ],
+)
+def test_the_next_link_is_a_path_even_when_the_request_doubled_its_slash(
+    client, prefix, path, link
+):
+    """`//plants` would be a URL of the host `plants`: a client would take its token there."""
+    for plant_id in range(3):
+        create(client, plant_id)
+    result = client.simulate_get(path, query_string="limit=2", root_path=prefix)
+    assert [item["id"] for item in result.json] == [0, 1]
+    assert next_page(result) == f"{link}?limit=2&after=1"
+
+
+@pytest.fixture
+def roomy_client(store):
+    """A client of a service that takes plants of up to twice a page's bytes."""
+    config = Config(tokens=frozenset({TOKEN}), max_body_bytes=2 * MAX_PAGE_BYTES)
+    return falcon.testing.TestClient(
+        create_app(config, store), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+
+
+def test_a_page_of_large_plants_holds_a_mebibyte_of_them_and_links_the_next(roomy_client):
+    """1,000 plants of 60 KB would be a page of 60 MB: it holds as many as fit in 1 MiB."""
+    name = "x" * 60_000
+    for plant_id in range(40):
+        create(roomy_client, plant_id, name)
+    first = listed(roomy_client, "limit=1000")
+    # Each plant counts as its document and the most an id adds to it.
+    fitting = MAX_PAGE_BYTES // (len(orjson.dumps({"name": name})) + ID_BYTES)
+    assert [item["id"] for item in first.json] == list(range(fitting))
+    assert sum(len(orjson.dumps(item)) for item in first.json) <= MAX_PAGE_BYTES
+    assert next_page(first) == f"/plants?limit=1000&after={fitting - 1}"
+    assert [item["id"] for item in walk(roomy_client, "limit=1000")] == list(range(40))
+
+
+def test_a_plant_larger_than_a_page_is_listed_on_a_page_of_its_own(roomy_client):
+    sizes = {1: 10, 2: MAX_PAGE_BYTES + 1, 3: 10, 4: MAX_PAGE_BYTES // 2, 5: MAX_PAGE_BYTES // 2}
+    for plant_id, size in sizes.items():
+        create(roomy_client, plant_id, "x" * size)
+    pages, target = [], "/plants?limit=10"
+    while target:
+        result = listed(roomy_client, target.partition("?")[2])
+        pages.append([item["id"] for item in result.json])
+        target = next_page(result)
+    assert pages == [[1], [2], [3, 4], [5]]
 
 
 def test_a_page_that_ends_exactly_at_the_last_plant_links_to_an_empty_one(client):

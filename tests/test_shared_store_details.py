@@ -14,7 +14,7 @@ from plantstore.stores import postgres
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sql import page_query
-from plantstore.stores.sqlite import SqliteStore
+from plantstore.stores.sqlite import PLANT_BYTES, SqliteStore
 
 FERN = b'{"name":"fern"}'
 ROSE = b'{"name":"rose","tag":"red"}'
@@ -67,7 +67,7 @@ def test_sqlite_add_takes_again_an_id_freed_between_its_insert_and_its_select(tm
 
 
 def sqlite_plan(connection, after, limit, tag):
-    query, values = page_query(after, limit, tag, plant="plant", marker="?")
+    query, values = page_query(after, limit, tag, plant=PLANT_BYTES, marker="?")
     return [row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {query}", values)]
 
 

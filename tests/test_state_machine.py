@@ -16,13 +16,15 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
+from plantstore.api import plants as plants_resource
 from plantstore.api.schemas import INT64_MAX, INT64_MIN
 from plantstore.app import create_app
 from plantstore.config import Config
-from plantstore.stores import PlantStore, open_store, store_kind
+from plantstore.stores import PlantStore, open_store, store_kind, stored_plant
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 from tests.test_plants import assert_error
+from tests.test_store_contract import expected_page
 
 CONFIG = Config(tokens=frozenset({TOKEN}))
 #: Few ids, so that steps meet the same ones; the int64 extremes among them.
@@ -40,6 +42,9 @@ plants = st.builds(plant, names, st.none() | tags)
 
 
 pages = st.integers(1, 3)
+#: The bytes of a page in these tests: of its few small plants, some pages hold as many as asked,
+#: and others fewer, cut short where the next would not fit.
+PAGE_BYTES = 100
 afters = st.none() | st.sampled_from(IDS)
 taken_ids = precondition(lambda machine: machine.model)
 free_ids = precondition(lambda machine: len(machine.model) < len(IDS))
@@ -50,6 +55,8 @@ class PlantStoreMachine(RuleBasedStateMachine):
 
     #: Gives an empty store for each example; set by the test.
     empty_store: staticmethod
+    #: The bytes of a page, as the test sets them for the app.
+    max_page_bytes: int
 
     def __init__(self) -> None:
         super().__init__()
@@ -138,32 +145,33 @@ class PlantStoreMachine(RuleBasedStateMachine):
         self.walk(limit, after, data.draw(st.sampled_from(sorted(self.tags_kept)), "tag"))
 
     def walk(self, limit: int, after: int | None, tag: str | None) -> None:
-        """Follow `next` from a first page to the end: every plant chosen, once, in id order."""
-        expected = [
-            {"id": plant_id, **content}
-            for plant_id, (content, _) in sorted(self.model.items())
+        """Follow `next` from a first page to the end: every plant chosen, once, in id order,
+        on pages cut short where the next plant would not fit in `max_page_bytes`."""
+        remaining = [
+            (plant_id, body)
+            for plant_id, (content, body) in sorted(self.model.items())
             if (after is None or plant_id > after) and (tag is None or content.get("tag") == tag)
         ]
         query = {"limit": limit, **({} if tag is None else {"tag": tag})}
         target = urlencode(query if after is None else {**query, "after": after}, quote_via=quote)
-        listed = []
-        # A full page links to the next, so there are at most len(expected) // limit + 1 pages;
-        # the bound keeps a link that never ends from running forever.
-        for _ in range(len(expected) // limit + 1):
+        # Every page but an empty last one holds a plant at least; the bound keeps a link that
+        # never ends from running forever.
+        most = len(remaining) + 1
+        for _ in range(most):
             result = self.client.simulate_get("/plants", query_string=target)
             assert result.status_code == 200
             assert result.headers["content-type"] == "application/json"
-            page = result.json
-            listed += page
-            assert len(page) <= limit
-            if len(page) < limit:
+            plants, full = expected_page(remaining, limit, self.max_page_bytes)
+            assert result.json == [{"id": n, **self.model[n][0]} for n, _ in plants]
+            assert result.content == b"[%b]" % b",".join(stored_plant(*pair) for pair in plants)
+            if not full:
                 assert "link" not in result.headers
                 break
             target = next_query(result.headers["link"])
-            assert parsed(target) == {**query, "after": page[-1]["id"]}
+            assert parsed(target) == {**query, "after": plants[-1][0]}
+            remaining = remaining[len(plants) :]
         else:
-            raise AssertionError(f"more than {len(expected) // limit + 1} pages: {listed}")
-        assert listed == expected
+            raise AssertionError(f"more than {most} pages")
 
 
 def next_query(link: str) -> str:
@@ -228,8 +236,13 @@ def empty_store(store_url, tmp_path):
     ],
     indirect=True,
 )
-def test_every_sequence_of_operations_answers_as_the_model_does(empty_store):
-    machine = type("Machine", (PlantStoreMachine,), {"empty_store": staticmethod(empty_store)})
+def test_every_sequence_of_operations_answers_as_the_model_does(empty_store, monkeypatch):
+    monkeypatch.setattr(plants_resource, "MAX_PAGE_BYTES", PAGE_BYTES)
+    machine = type(
+        "Machine",
+        (PlantStoreMachine,),
+        {"empty_store": staticmethod(empty_store), "max_page_bytes": PAGE_BYTES},
+    )
     run_state_machine_as_test(
         machine,
         settings=settings(

@@ -1,5 +1,6 @@
 """The store contract: the same assertions against the memory, SQLite and PostgreSQL stores."""
 
+import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -8,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plantstore.api.schemas import INT64_MAX, INT64_MIN, PlantSchema
-from plantstore.stores import PlantStore, open_store
+from plantstore.api.schemas import INT64_MAX, INT64_MIN, MAX_PAGE_BYTES, PlantSchema
+from plantstore.stores import ID_BYTES, PlantStore, open_store, stored_plant
 from plantstore.stores.memory import MemoryStore
 from tests.concurrency import at_once
 
@@ -89,21 +90,26 @@ def test_delete_tells_whether_there_was_a_plant_and_frees_the_id(any_store):
     assert any_store.delete(1) is False
     assert any_store.delete(3) is False
     assert any_store.get(1) is None
-    assert any_store.page(None, 10, None) == [(2, FERN)]
-    assert any_store.page(None, 10, "red") == []
+    assert any_store.page(None, 10, None, MAX_PAGE_BYTES).plants == [(2, FERN)]
+    assert any_store.page(None, 10, "red", MAX_PAGE_BYTES).plants == []
     assert any_store.add(1, FERN) == FERN
     assert any_store.get(1) == FERN
-    assert any_store.page(None, 10, None) == [(1, FERN), (2, FERN)]
+    assert any_store.page(None, 10, None, MAX_PAGE_BYTES).plants == [(1, FERN), (2, FERN)]
 
 
-def walk(store: PlantStore, limit: int, tag: str | None = None) -> list[tuple[int, bytes]]:
-    """Every plant the pages give, each page starting after the last id of the one before."""
+def walk(
+    store: PlantStore, limit: int, tag: str | None = None, max_bytes: int = MAX_PAGE_BYTES
+) -> list[tuple[int, bytes]]:
+    """Every plant the pages give, each page starting after the last id of the one before,
+    up to the first that is not full."""
     plants, after = [], None
-    while page := store.page(after, limit, tag):
-        assert len(page) <= limit
-        plants += page
-        after = page[-1][0]
-    return plants
+    while True:
+        page = store.page(after, limit, tag, max_bytes)
+        assert len(page.plants) <= limit
+        plants += page.plants
+        if not page.full:
+            return plants
+        after = page.plants[-1][0]
 
 
 EDGE_IDS = [INT64_MIN, INT64_MIN + 1, -2, 0, 1, 2**31, INT64_MAX - 1, INT64_MAX]
@@ -125,9 +131,88 @@ def test_a_page_holds_the_ids_above_after(any_store, after):
         any_store.add(plant_id, document(f"plant {plant_id}", tag="t"))
     above = [plant_id for plant_id in EDGE_IDS if plant_id > after]
     for tag in (None, "t"):
-        assert [plant_id for plant_id, _ in any_store.page(after, 100, tag)] == above
-        assert [plant_id for plant_id, _ in any_store.page(after, 2, tag)] == above[:2]
-    assert [plant_id for plant_id, _ in any_store.page(None, 2, None)] == EDGE_IDS[:2]
+        assert [
+            plant_id for plant_id, _ in any_store.page(after, 100, tag, MAX_PAGE_BYTES).plants
+        ] == above
+        assert [
+            plant_id for plant_id, _ in any_store.page(after, 2, tag, MAX_PAGE_BYTES).plants
+        ] == above[:2]
+    assert [
+        plant_id for plant_id, _ in any_store.page(None, 2, None, MAX_PAGE_BYTES).plants
+    ] == EDGE_IDS[:2]
+
+
+def expected_page(
+    plants: list[tuple[int, bytes]], limit: int, max_bytes: int
+) -> tuple[list[tuple[int, bytes]], bool]:
+    """The page the contract asks for from `plants` (those after `after`, in id order): up to
+    `limit`, each counted as its plant and ID_BYTES, within `max_bytes` but one at least; and
+    whether it is full (at `limit`, or cut short by a plant that does not fit)."""
+    taken, used = [], 0
+    for plant_id, plant in plants[:limit]:
+        used += len(plant) + ID_BYTES
+        if taken and used > max_bytes:
+            return taken, True
+        taken.append((plant_id, plant))
+    return taken, len(taken) == limit
+
+
+#: Plants of many sizes, from a few bytes to 20 KB, so that pages are cut after any of them.
+SIZED = {
+    plant_id: document("x" * size, tag="t" if plant_id % 2 else None)
+    for plant_id, size in enumerate([0, 300, 50, 20_000, 5, 5, 2_000, 40, 70, 3, 1_000, 9])
+}
+
+
+@pytest.mark.parametrize("max_bytes", [0, 1, 60, 300, 1_100, 3_000, 25_000, 100_000])
+@pytest.mark.parametrize("limit", [1, 3, 100])
+def test_a_page_fits_in_its_bytes_but_holds_one_plant_at_least(any_store, limit, max_bytes):
+    for plant_id, plant in SIZED.items():
+        any_store.add(plant_id, plant)
+    for tag in (None, "t"):
+        chosen = [(n, plant) for n, plant in SIZED.items() if tag is None or n % 2]
+        for start in range(len(chosen)):
+            after = chosen[start - 1][0] if start else None
+            page = any_store.page(after, limit, tag, max_bytes)
+            plants, full = expected_page(chosen[start:], limit, max_bytes)
+            assert page == (plants, full)
+            # What the service answers for it: never more than the bytes allowed, but a plant.
+            answered = sum(len(stored_plant(*pair)) for pair in page.plants)
+            assert answered <= max_bytes or len(page.plants) == 1
+        assert walk(any_store, limit, tag, max_bytes) == chosen
+
+
+def test_a_page_of_plants_larger_than_its_bytes_holds_one_each(any_store):
+    for plant_id, plant in SIZED.items():
+        any_store.add(plant_id, plant)
+    pages = []
+    after = None
+    while True:
+        page = any_store.page(after, 100, None, 0)
+        pages.append(page.plants)
+        if not page.full:
+            break
+        after = page.plants[-1][0]
+    assert pages == [[pair] for pair in SIZED.items()]
+
+
+def test_a_page_of_large_plants_reads_little_more_than_it_answers(any_store):
+    """A store must not read every plant up to `limit` only to drop those that do not fit:
+    a worker's memory then grows with `limit` times the largest plant."""
+    big = document("x" * 40_000)
+    for plant_id in range(100):
+        any_store.add(plant_id, big)
+    max_bytes = 200_000
+    tracemalloc.start()
+    try:
+        page = any_store.page(None, 100, None, max_bytes)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [plant_id for plant_id, _ in page.plants] == [0, 1, 2, 3]
+    assert page.full
+    # The page and a few plants more, in Python objects; not the 100 plants' 4 MB.
+    assert peak < 2 * max_bytes + 10 * len(big)
 
 
 TAGS = ["\u0000", "a\u0000b", "a", "", " ", "A", "Fußnote 🌿", "e\u0301", "é", "日本", "x" * 5000]
@@ -145,19 +230,19 @@ def test_a_tag_matches_exactly_that_tag(any_store):
             any_store.add(plant_id + 1, document(tag))
             plant_id += 1000
     for tag, plants in tagged.items():
-        assert any_store.page(None, 10, tag) == plants
+        assert any_store.page(None, 10, tag, MAX_PAGE_BYTES).plants == plants
         assert walk(any_store, 1, tag) == plants
-        assert any_store.page(plants[0][0], 10, tag) == plants[1:]
-    assert any_store.page(None, 10, "b") == []
-    assert any_store.page(None, 10, "null") == []
+        assert any_store.page(plants[0][0], 10, tag, MAX_PAGE_BYTES).plants == plants[1:]
+    assert any_store.page(None, 10, "b", MAX_PAGE_BYTES).plants == []
+    assert any_store.page(None, 10, "null", MAX_PAGE_BYTES).plants == []
 
 
 def test_a_plant_without_a_tag_matches_no_tag(any_store):
     for plant_id, name in enumerate(["", "null", "None", "\u0000"]):
         any_store.add(plant_id, document(name))
     for tag in ["", "null", "None", "\u0000"]:
-        assert any_store.page(None, 10, tag) == []
-    assert len(any_store.page(None, 10, None)) == 4
+        assert any_store.page(None, 10, tag, MAX_PAGE_BYTES).plants == []
+    assert len(any_store.page(None, 10, None, MAX_PAGE_BYTES).plants) == 4
 
 
 def test_a_store_that_can_serve_is_ready(any_store):
@@ -197,7 +282,13 @@ operations = st.lists(
     st.tuples(st.just("add"), ids, st.text(), tags)
     | st.tuples(st.just("delete"), ids)
     | st.tuples(st.just("get"), ids)
-    | st.tuples(st.just("page"), st.none() | ids, st.integers(min_value=1, max_value=4), tags),
+    | st.tuples(
+        st.just("page"),
+        st.none() | ids,
+        st.integers(min_value=1, max_value=4),
+        tags,
+        st.integers(min_value=0, max_value=120) | st.just(MAX_PAGE_BYTES),
+    ),
     max_size=12,
 )
 
@@ -207,13 +298,15 @@ operations = st.lists(
 )
 @given(requests=operations)
 def test_every_store_answers_a_sequence_of_any_calls_as_the_model_does(any_store, model, requests):
-    """Adds, deletes, gets and pages; the store and the model live for the whole test."""
+    """Adds, deletes, gets and pages, some cut short by their bytes; the store and the model
+    live for the whole test."""
     for name, *arguments in requests:
         if name == "add":
             plant_id, plant_name, tag = arguments
             arguments = [plant_id, document(plant_name, tag)]
         assert getattr(any_store, name)(*arguments) == getattr(model, name)(*arguments)
-    assert any_store.page(None, 1000, None) == model.page(None, 1000, None)
+    everything = (None, 1000, None, MAX_PAGE_BYTES)
+    assert any_store.page(*everything) == model.page(*everything)
 
 
 def race_adds_and_deletes(stores: Sequence[PlantStore], rounds: int = 40) -> None:
@@ -254,8 +347,12 @@ def race_adds_and_deletes(stores: Sequence[PlantStore], rounds: int = 40) -> Non
         assert (held is not None) == (balance[plant_id] == 1)
         assert held is None or (plant_id, held) in kept
     held_ids = sorted(plant_id for plant_id in plant_ids if stores[0].get(plant_id) is not None)
-    assert [plant_id for plant_id, _ in stores[0].page(None, 10, None)] == held_ids
-    assert [plant_id for plant_id, _ in stores[0].page(None, 10, "tree")] == held_ids
+    assert [
+        plant_id for plant_id, _ in stores[0].page(None, 10, None, MAX_PAGE_BYTES).plants
+    ] == held_ids
+    assert [
+        plant_id for plant_id, _ in stores[0].page(None, 10, "tree", MAX_PAGE_BYTES).plants
+    ] == held_ids
 
 
 def test_concurrent_adds_and_deletes_of_an_id_follow_some_serial_order(any_store):

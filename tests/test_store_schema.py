@@ -11,6 +11,7 @@ import orjson
 import psycopg
 import pytest
 
+from plantstore.api.schemas import MAX_PAGE_BYTES
 from plantstore.stores import SchemaTooNew, StoreUnavailable, postgres, sqlite
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sqlite import SqliteStore
@@ -31,12 +32,14 @@ TAGGED = {"red": [1, 2], "\u0000": [3], "": [4], "日本 🌿": [2**63 - 1], "a"
 def assert_the_old_plants_are_served(store):
     for plant_id, plant in OLD_PLANTS.items():
         assert store.get(plant_id) == plant
-    assert store.page(None, 100, None) == sorted(OLD_PLANTS.items())
+    assert store.page(None, 100, None, MAX_PAGE_BYTES).plants == sorted(OLD_PLANTS.items())
     for tag, plant_ids in TAGGED.items():
-        assert store.page(None, 100, tag) == [(n, OLD_PLANTS[n]) for n in plant_ids]
+        assert store.page(None, 100, tag, MAX_PAGE_BYTES).plants == [
+            (n, OLD_PLANTS[n]) for n in plant_ids
+        ]
     assert store.add(1, b'{"name":"ivy"}') == OLD_PLANTS[1]
     assert store.add(5, b'{"name":"ivy","tag":"red"}') == b'{"name":"ivy","tag":"red"}'
-    assert [plant_id for plant_id, _ in store.page(1, 100, "red")] == [2, 5]
+    assert [plant_id for plant_id, _ in store.page(1, 100, "red", MAX_PAGE_BYTES).plants] == [2, 5]
 
 
 def record_a_run(connection):
@@ -255,7 +258,9 @@ def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgre
             except StoreUnavailable:
                 assert time.monotonic() < deadline
         assert postgres_schema(postgres_cluster.url())[0] == [(3,)]
-        assert store.page(None, 10, "red") == [(1, b'{"name":"fern","tag":"red"}')]
+        assert store.page(None, 10, "red", MAX_PAGE_BYTES).plants == [
+            (1, b'{"name":"fern","tag":"red"}')
+        ]
     finally:
         store.close()
 

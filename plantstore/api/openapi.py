@@ -53,8 +53,9 @@ HEADERS = {
         **_STRING,
     },
     "Link": {
-        "description": 'The next page, when this one is full: `</plants?after=…>; rel="next"` '
-        "(RFC 8288), a path that keeps the other parameters.",
+        "description": "The next page, when this one is full (`limit` plants, or 1 MiB of "
+        'them): `</plants?after=…>; rel="next"` (RFC 8288), a path that keeps the other '
+        "parameters.",
         **_STRING,
     },
 }

@@ -6,7 +6,13 @@ import falcon
 import orjson
 
 from plantstore.api.media import require_json
-from plantstore.api.schemas import NewPlantSchema, PageQuerySchema, PlantIdSchema, PlantSchema
+from plantstore.api.schemas import (
+    MAX_PAGE_BYTES,
+    NewPlantSchema,
+    PageQuerySchema,
+    PlantIdSchema,
+    PlantSchema,
+)
 from plantstore.stores import PlantStore, stored_plant
 
 # Built once: a schema holds no state of one load or dump, so every thread can share it.
@@ -43,18 +49,23 @@ class Plants:
     def on_get(self, req, resp):
         """List a page of plants in ascending id order; a full page links to the next one.
 
-        The next page starts after the last id of this one (a keyset, not an offset), so a
-        client that follows `next` sees every plant once while others come and go.
+        A page is full at `limit` plants, or at `MAX_PAGE_BYTES` of them. The next page starts
+        after the last id of this one (a keyset, not an offset), so a client that follows
+        `next` sees every plant once while others come and go.
         """
         query = _PAGE_QUERY.load(req.params)
-        page = self._store.page(query.get("after"), query["limit"], query.get("tag"))
-        resp.data = b"[%b]" % b",".join(stored_plant(*item) for item in page)
-        if len(page) == query["limit"]:
+        page = self._store.page(
+            query.get("after"), query["limit"], query.get("tag"), MAX_PAGE_BYTES
+        )
+        resp.data = b"[%b]" % b",".join(stored_plant(*item) for item in page.plants)
+        if page.full:
             given = {name: query[name] for name in ("limit", "tag") if name in req.params}
-            query_string = urlencode({**given, "after": page[-1][0]}, quote_via=quote)
-            target = f"{quote(req.root_path + req.path)}?{query_string}"
+            query_string = urlencode({**given, "after": page.plants[-1][0]}, quote_via=quote)
+            # One leading slash: a client resolves `//plants`, which `GET //plants` would
+            # give, as a URL of the host `plants`.
+            path = "/" + (req.root_path + req.path).lstrip("/")
             # Quoted, as GitHub writes it and as many clients' parsers expect.
-            resp.append_header("Link", f'<{target}>; rel="next"')
+            resp.append_header("Link", f'<{quote(path)}?{query_string}>; rel="next"')
 
     on_head = on_get
 

@@ -16,6 +16,9 @@ INT64 = validate.Range(min=INT64_MIN, max=INT64_MAX, error=INT64_MESSAGE)
 
 #: Page sizes of `GET /plants`.
 DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT = 100, 1000
+#: The most bytes of `StoredPlant` documents on a page, whatever its `limit`: a page of large
+#: plants is otherwise `limit` times as large as one, in the answer and in a worker's memory.
+MAX_PAGE_BYTES = 1024 * 1024
 
 #: From this magnitude on, a float no longer tells which integer was written:
 #: `9007199254740993.0` parses as 9007199254740992.0, the very float `9007199254740992.0` gives.
@@ -111,7 +114,12 @@ class PageQuerySchema(Schema):
     limit = DecimalInteger(
         load_default=DEFAULT_PAGE_LIMIT,
         validate=validate.Range(min=1, max=MAX_PAGE_LIMIT),
-        metadata={"description": "The most plants on the page."},
+        metadata={
+            "description": "The most plants on the page. A page also holds at most "
+            f"{MAX_PAGE_BYTES:,} bytes (1 MiB) of `StoredPlant`s, but one plant always, "
+            "however large: a page of large plants holds fewer, and links to the next page "
+            "all the same."
+        },
     )
     after = DecimalInteger(
         validate=INT64,

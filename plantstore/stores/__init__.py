@@ -4,7 +4,7 @@ A plant is kept as its JSON document (UTF-8 bytes): the very body the service an
 That form is compact and is served as it is, with no parse and no dump.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, Protocol
 
 
@@ -23,6 +23,16 @@ class StoreUnusable(Exception):
 
 class SchemaTooNew(Exception):
     """The database was brought to a schema newer than this code knows: it must not touch it."""
+
+
+class Page(NamedTuple):
+    """A page of plants, as `PlantStore.page` gives it."""
+
+    #: (id, plant) pairs, in ascending id order.
+    plants: list[tuple[int, bytes]]
+    #: Whether the page ended at its `limit`, or before a plant that did not fit in its bytes:
+    #: then plants may follow it (none, at times); if not, none followed it when it was read.
+    full: bool
 
 
 class PlantStore(Protocol):
@@ -47,11 +57,13 @@ class PlantStore(Protocol):
         """Forget the plant under `plant_id`; tell whether there was one."""
         ...
 
-    def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
-        """Up to `limit` (id, plant) pairs in ascending id order, from an index.
+    def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
+        """Up to `limit` (id, plant) pairs in ascending id order, from an index, that fit in
+        `max_bytes` as `fill_page` counts them.
 
         Only ids above `after` (every id when None), and only plants whose `tag` is exactly
-        `tag` when it is given. Its cost grows with `limit`, not with what the store holds.
+        `tag` when it is given. Its cost grows with `limit`, not with what the store holds,
+        and its memory with `max_bytes`: plants that do not fit are not read.
         """
         ...
 
@@ -119,6 +131,31 @@ def stored_plant(plant_id: int, plant: bytes) -> bytes:
     same fields in the same order. tests/test_schemas.py checks it against `StoredPlantSchema`.
     """
     return b'{"id":%d,%s' % (plant_id, plant[1:])
+
+
+#: The most `stored_plant` adds to a plant: `"id":-9223372036854775808,`.
+ID_BYTES = 26
+
+
+def fill_page(pairs: Iterable[tuple[int, bytes]], limit: int, max_bytes: int) -> Page:
+    """Take a page from `pairs` (at most `limit`, in ascending id order) that fits in `max_bytes`.
+
+    Each pair counts as its plant and `ID_BYTES`, so that the page's `stored_plant` documents
+    hold `max_bytes` at most; but the first pair is taken however large, so that every plant
+    can be listed. A bound on the count alone would let a page of large plants grow `limit`
+    times as large as one plant.
+
+    It reads `pairs` no further than the first pair that does not fit: a store reading rows
+    lazily from its database reads one row more than it answers, not every row up to `limit`.
+    Otherwise it reads `pairs` to their end, so that a query's answer is read whole, as it ends.
+    """
+    plants: list[tuple[int, bytes]] = []
+    for pair in pairs:
+        max_bytes -= len(pair[1]) + ID_BYTES
+        if max_bytes < 0 and plants:
+            return Page(plants, full=True)
+        plants.append(pair)
+    return Page(plants, full=len(plants) == limit)
 
 
 #: The URL of the memory store, `PLANTSTORE_STORE`'s default.

@@ -5,7 +5,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from plantstore.stores import PlantStore, StoreUnavailable
+from plantstore.stores import Page, PlantStore, StoreUnavailable
 
 #: Seconds with every slot taken and no call answered, after which the store is taken to answer
 #: no more and a call that finds no free slot is refused rather than kept waiting: longer than
@@ -54,9 +54,9 @@ class GatedStore:
         with self._slot():
             return self._store.delete(plant_id)
 
-    def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
+    def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         with self._slot():
-            return self._store.page(after, limit, tag)
+            return self._store.page(after, limit, tag, max_bytes)
 
     def check_ready(self) -> None:
         with self._slot():

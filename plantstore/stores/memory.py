@@ -7,7 +7,7 @@ from itertools import count, islice
 import orjson
 from sortedcontainers import SortedList
 
-from plantstore.stores import Delivery
+from plantstore.stores import Delivery, Page, fill_page
 from plantstore.webhooks.events import Event, plant_created, plant_deleted
 
 
@@ -77,12 +77,13 @@ class MemoryStore:
             self._notify()
         return True
 
-    def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
+    def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         with self._lock:
             ids = self._ids if tag is None else self._ids_by_tag.get(tag, ())
             if after is not None and ids:
                 ids = ids.irange(minimum=after, inclusive=(False, True))
-            return [(plant_id, self._plants[plant_id]) for plant_id in islice(ids, limit)]
+            pairs = ((plant_id, self._plants[plant_id]) for plant_id in islice(ids, limit))
+            return fill_page(pairs, limit, max_bytes)
 
     def check_ready(self) -> None:
         """Memory takes a write whenever the process runs."""

@@ -2,14 +2,14 @@
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext, suppress
+from contextlib import closing, nullcontext, suppress
 from functools import partial
 from typing import TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from plantstore.stores import Delivery, StoreUnavailable
+from plantstore.stores import Delivery, Page, StoreUnavailable, fill_page
 from plantstore.stores.deadlines import Deadlines
 from plantstore.stores.sql import (
     claim_statement,
@@ -221,10 +221,9 @@ class PostgresStore:
             self._notify()
         return deleted
 
-    def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
-        return self._on_a_connection(
-            partial(_page, query=page_query(after, limit, tag, plant="plant::text", marker="%s"))
-        )
+    def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
+        query = page_query(after, limit, tag, plant="plant::text", marker="%s")
+        return self._on_a_connection(partial(_page, query=query, limit=limit, max_bytes=max_bytes))
 
     def check_ready(self) -> None:
         """Run a write that changes nothing: it fails where a plant's would, and as soon.
@@ -350,9 +349,26 @@ def _record(connection: psycopg.Connection, event: Event, urls: tuple[str, ...])
         cursor.executemany(_OUTBOX["record"], outbox_rows(event, urls))
 
 
-def _page(connection: psycopg.Connection, query: tuple[str, tuple]) -> list[tuple[int, bytes]]:
-    rows = connection.execute(*query).fetchall()
-    return [(plant_id, plant.encode()) for plant_id, plant in rows]
+#: Rows of a page that libpq holds at a time: 16 of the largest plants the default
+#: `PLANTSTORE_MAX_BODY_BYTES` lets in are 1 MiB, the most a page of the service holds. In
+#: chunks, since a row at a time (`size=1`) makes each row a result of its own, which a page
+#: of small plants pays for; chunks need libpq 17, in psycopg's binary package from 3.2.3.
+_PAGE_CHUNK_ROWS = 16
+
+
+def _page(
+    connection: psycopg.Connection, query: tuple[str, tuple], limit: int, max_bytes: int
+) -> Page:
+    """Read the page's rows as `fill_page` asks for them, `_PAGE_CHUNK_ROWS` at a time.
+
+    Stopped early, the stream cancels the rest of the query and drops what already came, as
+    psycopg's documentation has `closing` do it.
+    """
+    with (
+        connection.cursor() as cursor,
+        closing(cursor.stream(*query, size=_PAGE_CHUNK_ROWS)) as rows,
+    ):
+        return fill_page(((plant_id, plant.encode()) for plant_id, plant in rows), limit, max_bytes)
 
 
 def _write_nothing(connection: psycopg.Connection) -> None:

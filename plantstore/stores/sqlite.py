@@ -5,10 +5,10 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from urllib.parse import quote
 
-from plantstore.stores import Delivery, StoreUnavailable, StoreUnusable
+from plantstore.stores import Delivery, Page, StoreUnavailable, StoreUnusable, fill_page
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
@@ -29,6 +29,9 @@ BUSY_TIMEOUT_SECONDS = 5.0
 READY_SECONDS = 0.5
 #: Seconds after a change of this store's committed during which a write is known to succeed.
 WROTE_RECENTLY_SECONDS = 1.0
+
+#: The plant as the store reads it into a page: the bytes of its UTF-8 text.
+PLANT_BYTES = "CAST(plant AS BLOB)"
 
 logger = logging.getLogger(__name__)
 
@@ -215,11 +218,11 @@ class SqliteStore:
                 self._wrote_at = time.monotonic()
             return deleted
 
-    def page(self, after: int | None, limit: int, tag: str | None) -> list[tuple[int, bytes]]:
-        query, values = page_query(after, limit, tag, plant="plant", marker="?")
-        with self._served():
-            rows = self._connection().execute(query, values).fetchall()
-        return [(plant_id, plant.encode()) for plant_id, plant in rows]
+    def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
+        # Rows are read as `fill_page` asks for them; the statement is done with when it stops.
+        query, values = page_query(after, limit, tag, plant=PLANT_BYTES, marker="?")
+        with self._served(), closing(self._connection().execute(query, values)) as rows:
+            return fill_page(rows, limit, max_bytes)
 
     def check_ready(self) -> None:
         """Commit a write, on a connection opened for it, to the file this store opened.
