@@ -1,4 +1,5 @@
-"""Debian's nginx in the foreground, serving deploy/nginx.conf on loopback for one test."""
+"""Debian's nginx in the foreground, serving deploy/nginx.conf on loopback for one test; and
+the deployment it belongs to, gunicorn with the unit's settings behind it."""
 
 import os
 import pwd
@@ -8,7 +9,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from tests.gunicorn_server import ROOT
+from tests.gunicorn_server import ROOT, GunicornServer, server_environ
 
 SITE = ROOT / "deploy" / "nginx.conf"
 UNIT = ROOT / "deploy" / "plantstore.service"
@@ -113,3 +114,25 @@ class NginxProxy:
         finally:
             self._socket.close()
         return (self.directory / "error.log").read_text()
+
+
+class Deployment:
+    """The shipped deployment on loopback: gunicorn on a unix socket, with the unit's settings
+    (and `environ` over them), and nginx with the site in front of it, on `port`."""
+
+    def __init__(self, directory: Path, **environ: str) -> None:
+        (directory / "gunicorn").mkdir()
+        (directory / "nginx").mkdir()
+        socket_path = directory / "gunicorn" / "gunicorn.sock"
+        self.gunicorn = GunicornServer(
+            server_environ(**{**unit_gunicorn_settings(), **environ}),
+            unix_path=socket_path,
+            log_dir=directory / "gunicorn",
+        )
+        self.nginx = NginxProxy(directory / "nginx", f"unix:{socket_path}")
+        self.port = self.nginx.port
+
+    def stop(self) -> tuple[str, str, str]:
+        """Stop both: nginx's error log, then gunicorn's access and error logs."""
+        nginx_log = self.nginx.stop()
+        return (nginx_log, *self.gunicorn.stop())

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from plantstore.api.docs import swagger_ui_assets
-from tests.gunicorn_server import TOO_LARGE, GunicornServer, server_environ
-from tests.nginx_proxy import SITE, NginxProxy, unit_gunicorn_settings
+from tests.gunicorn_server import TOO_LARGE
+from tests.nginx_proxy import SITE, Deployment
 from tests.raw_http import Answer, parse_answers, read_answer, read_until_closed, request_head
 
 pytestmark = pytest.mark.slow
@@ -38,34 +38,18 @@ def site_seconds(name: str) -> int:
     return int(re.search(rf"^\s*{name} (\d+)s;", SITE.read_text(), re.MULTILINE)[1])
 
 
-class Edge:
-    """gunicorn on a unix socket, with the unit's settings, and nginx in front of it."""
+def connect(edge, timeout: float = PATIENCE) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", edge.port), timeout=timeout)
 
-    def __init__(self, directory) -> None:
-        (directory / "gunicorn").mkdir()
-        (directory / "nginx").mkdir()
-        socket_path = directory / "gunicorn" / "gunicorn.sock"
-        self.gunicorn = GunicornServer(
-            server_environ(
-                PLANTSTORE_TOKENS=TOKEN, GUNICORN_TIMEOUT="5", **unit_gunicorn_settings()
-            ),
-            unix_path=socket_path,
-            log_dir=directory / "gunicorn",
-        )
-        self.nginx = NginxProxy(directory / "nginx", f"unix:{socket_path}")
-        self.port = self.nginx.port
 
-    def connect(self, timeout: float = PATIENCE) -> socket.socket:
-        return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
-
-    def request(self, method, path, body=None, headers=None) -> tuple[int, bytes]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=PATIENCE)
-        try:
-            connection.request(method, path, body=body, headers=headers or {})
-            response = connection.getresponse()
-            return response.status, response.read()
-        finally:
-            connection.close()
+def ask(edge, method, path, body=None, headers=None) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", edge.port, timeout=PATIENCE)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
 
 
 tried = []
@@ -73,12 +57,13 @@ tried = []
 
 @pytest.fixture(scope="module")
 def edge(tmp_path_factory, note_figure):
-    running = Edge(tmp_path_factory.mktemp("edge"))
-    assert running.request("GET", "/healthz")[0] == 200
+    running = Deployment(
+        tmp_path_factory.mktemp("edge"), PLANTSTORE_TOKENS=TOKEN, GUNICORN_TIMEOUT="5"
+    )
+    assert ask(running, "GET", "/healthz")[0] == 200
     (worker,) = running.gunicorn.worker_pids()
     yield running
-    nginx_log = running.nginx.stop()
-    access, errors = running.gunicorn.stop()
+    nginx_log, access, errors = running.stop()
     assert not re.search(r"\[(emerg|alert|crit)\]", nginx_log), nginx_log
     assert errors.count("Booting worker") == 1
     for trouble in ("WORKER TIMEOUT", "Traceback", "[ERROR]", "[CRITICAL]"):
@@ -92,7 +77,7 @@ def edge(tmp_path_factory, note_figure):
 def the_worker_lives_on(edge, request):
     workers = edge.gunicorn.worker_pids()
     yield
-    status, body = edge.request("POST", "/plants", b'{"id": 0, "name": "calm"}', HEADERS)
+    status, body = ask(edge, "POST", "/plants", b'{"id": 0, "name": "calm"}', HEADERS)
     assert (status, json.loads(body)) == (200, {"name": "calm"})
     assert edge.gunicorn.worker_pids() == workers
     tried.append(request.node.name)
@@ -112,7 +97,7 @@ def answers(
     """Send `raw` (then stop sending, if told); read `count` answers, then whatever else comes
     before nginx closes: None if the last answer keeps the connection, for the next request.
     """
-    with edge.connect() as client:
+    with connect(edge) as client:
         client.sendall(raw)
         if stop_sending:
             client.shutdown(socket.SHUT_WR)
@@ -213,7 +198,7 @@ CUT_SHORT = [
     "raw", CUT_SHORT, ids=["in a chunk", "before a chunk", "with Content-Length"]
 )
 def test_a_client_that_leaves_mid_body_is_never_passed_on(edge, raw):
-    with edge.connect() as client:
+    with connect(edge) as client:
         client.sendall(raw)
         client.shutdown(socket.SHUT_WR)
         assert read_until_closed(client) == b""
@@ -232,17 +217,17 @@ def test_clients_stalled_in_their_heads_or_bodies_hold_no_thread_and_are_closed_
     """More clients stalled in their bodies than gunicorn has threads, others in their heads,
     others idle: the service answers meanwhile, and nginx closes each, without an answer, once
     its time is up. None of them reaches gunicorn."""
-    bodies = [edge.connect(timeout=30) for _ in range(THREADS + 4)]
-    heads = [edge.connect(timeout=30) for _ in range(4)]
-    idle = [edge.connect(timeout=30) for _ in range(4)]
+    bodies = [connect(edge, timeout=30) for _ in range(THREADS + 4)]
+    heads = [connect(edge, timeout=30) for _ in range(4)]
+    idle = [connect(edge, timeout=30) for _ in range(4)]
     try:
         started = time.monotonic()
         for number, client in enumerate(bodies):
             client.sendall(CUT_SHORT[number % len(CUT_SHORT)])
         for client in heads:
             client.sendall(raw_post(b"")[:40])
-        assert edge.request("GET", "/healthz")[0] == 200
-        assert edge.request("POST", "/plants", b'{"id": 3, "name": "fern"}', HEADERS)[0] == 200
+        assert ask(edge, "GET", "/healthz")[0] == 200
+        assert ask(edge, "POST", "/plants", b'{"id": 3, "name": "fern"}', HEADERS)[0] == 200
         assert time.monotonic() - started < 1
         for client in bodies + heads + idle:
             assert read_until_closed(client) == b""
@@ -326,6 +311,20 @@ def test_what_nginx_leaves_out_or_reads_as_http_1_1_is_served(edge, head):
     assert answer.json() == {"status": "ok"}
 
 
+@pytest.mark.parametrize(
+    ("path", "status", "allow"),
+    [("/healthz", 405, "GET, HEAD, OPTIONS"), ("/nowhere", 404, None)],
+    ids=["a path", "no path"],
+)
+def test_trace_which_nginx_refuses_itself_is_answered_as_the_service_answers(
+    edge, path, status, allow
+):
+    """With the Allow of the path, which nginx cannot know."""
+    (answer,), _ = answers(edge, request_head("TRACE", path, {}))
+    assert (answer.status, answer.json()["error"]) == (status, status)
+    assert answer.headers.get("allow") == allow
+
+
 def test_a_control_character_in_a_header_value_is_refused_by_gunicorn_repeating_nothing(edge):
     """nginx passes it on; gunicorn refuses it, in its own words and HTML: they name the field,
     not its value."""
@@ -341,7 +340,7 @@ def post_head(length: int, *extra: str) -> bytes:
 
 
 def test_100_continue_is_not_sent_for_a_body_announced_over_the_limit(edge):
-    with edge.connect() as client:
+    with connect(edge) as client:
         client.sendall(post_head(10_000_000, f"Authorization: Bearer {TOKEN}") + b"\r\n\r\n")
         sent = read_until_closed(client)
     assert sent.startswith(b"HTTP/1.1 413 "), "no 100 Continue before a refusal"
@@ -351,7 +350,7 @@ def test_100_continue_is_not_sent_for_a_body_announced_over_the_limit(edge):
 
 def test_100_continue_is_sent_for_a_body_within_the_limit_and_the_app_then_decides(edge):
     """nginx reads every body it may pass on: the service's 401 comes once it has read it."""
-    with edge.connect() as client:
+    with connect(edge) as client:
         client.sendall(post_head(len(PLANT)) + b"\r\n\r\n")
         stream = client.makefile("rb")
         assert stream.readline() == b"HTTP/1.1 100 Continue\r\n"
@@ -379,7 +378,7 @@ def test_the_connection_lives_on_after_the_apps_refusal(edge, raw, status):
 
 
 def test_many_concurrent_connections_are_all_served(edge):
-    clients = [edge.connect() for _ in range(200)]
+    clients = [connect(edge) for _ in range(200)]
     statuses = []
     try:
         for plant_id, client in enumerate(clients, start=1000):
@@ -405,8 +404,8 @@ def test_clients_that_do_not_read_or_trickle_their_heads_leave_the_service_answe
     never read it, as many more send their heads a field every few seconds. nginx takes the
     file from gunicorn whole and holds the heads: the service answers within a second."""
     large_file = largest_docs_file()
-    readers = [edge.connect() for _ in range(THREADS)]
-    tricklers = [edge.connect() for _ in range(THREADS)]
+    readers = [connect(edge) for _ in range(THREADS)]
+    tricklers = [connect(edge) for _ in range(THREADS)]
     try:
         for client in readers:
             client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -417,9 +416,9 @@ def test_clients_that_do_not_read_or_trickle_their_heads_leave_the_service_answe
             for client in tricklers:
                 client.sendall(b"X-Field-%d: 1\r\n" % field)
             started = time.monotonic()
-            assert edge.request("GET", "/healthz")[0] == 200
+            assert ask(edge, "GET", "/healthz")[0] == 200
             body = b'{"id": %d, "name": "fern"}' % (2000 + field)
-            assert edge.request("POST", "/plants", body, HEADERS)[0] == 200
+            assert ask(edge, "POST", "/plants", body, HEADERS)[0] == 200
             assert time.monotonic() - started < 1
             # The tricklers' pace (not a wait for anything): three fields within
             # client_header_timeout, which bounds the whole head.
