@@ -36,6 +36,7 @@ def schemathesis(server, reports, max_time, *args):
     command = [
         *(sys.executable, "-m", "schemathesis.cli", "run"),
         f"http://127.0.0.1:{server.port}/openapi.json",
+        *("--url", f"http://127.0.0.1:{server.port}"),
         *("--checks", "all", "--max-time", str(max_time), "--request-timeout", "10"),
         *("--seed", "4", "--generation-database", "none", "--no-color"),
         *("--report", "json,har"),

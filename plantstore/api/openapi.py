@@ -2,6 +2,7 @@
 
 from copy import deepcopy
 from http import HTTPStatus
+from urllib.parse import quote
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
@@ -364,11 +365,19 @@ def _webhooks() -> dict:
     }
 
 
-class OpenApiDocument:
-    """`/openapi.json`: the document, with `servers` naming the address the client reached.
+#: How long a client or a shared cache may keep the document: it changes with the service's
+#: version, and with nothing a request says.
+CACHE_SECONDS = 300
 
-    `req.prefix` is built from the scheme, Host and SCRIPT_NAME that gunicorn hands over, which
-    honour a reverse proxy's X-Forwarded-Proto and SCRIPT_NAME only from `forwarded_allow_ips`.
+
+class OpenApiDocument:
+    """`/openapi.json`: the document, its `servers` the path the service is mounted at.
+
+    The URL is relative: a client resolves it against the document's own address, so it names
+    whatever host and scheme the client reached, without the document repeating a `Host` that a
+    client wrote (`127.0.0.1@evil.example`) to every reader of a shared cache, whose "try it
+    out" would then send their token there. The prefix is `SCRIPT_NAME`, which gunicorn takes
+    only from a trusted proxy (`forwarded_allow_ips`).
     """
 
     auth_required = False
@@ -377,6 +386,7 @@ class OpenApiDocument:
         self._document = build_document()
 
     def on_get(self, req, resp):
-        resp.media = {**self._document, "servers": [{"url": req.prefix}]}
+        resp.media = {**self._document, "servers": [{"url": quote(req.root_path) or "/"}]}
+        resp.cache_control = ["public", f"max-age={CACHE_SECONDS}"]
 
     on_head = on_get
