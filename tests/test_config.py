@@ -5,14 +5,12 @@ from gunicorn.http import message
 
 from plantstore.config import (
     DEFAULT_MAX_BODY_BYTES,
-    MAX_REQUEST_FIELDS,
-    MAX_REQUEST_LINE,
     Config,
     ConfigError,
-    ServerConfig,
     env_int,
     read_tokens_file,
 )
+from plantstore.serving.server_config import MAX_REQUEST_FIELDS, MAX_REQUEST_LINE, ServerConfig
 from tests.gunicorn_server import ROOT
 
 

@@ -7,7 +7,8 @@ import falcon.testing
 
 from plantstore.api.errors import RETRY_AFTER_SECONDS
 from plantstore.app import create_app
-from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, read_all
+from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
+from plantstore.serving.server_config import read_all
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT

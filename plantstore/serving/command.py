@@ -9,8 +9,9 @@ import argparse
 import logging
 import sys
 
-from plantstore.config import ConfigError, check_workers, read_all
+from plantstore.config import ConfigError
 from plantstore.serving import run_token
+from plantstore.serving.server_config import check_workers, read_all
 from plantstore.stores import (
     SchemaTooNew,
     StoreUnavailable,

@@ -11,9 +11,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from plantstore.config import Config, ConfigError, check_workers, read_all
+from plantstore.config import Config, ConfigError
 from plantstore.operations.logs import current_request_id
 from plantstore.serving import run_token
+from plantstore.serving.server_config import check_workers, read_all
 from plantstore.stores import (
     SchemaTooNew,
     StoreUnavailable,
@@ -36,7 +37,7 @@ wsgi_app = "plantstore.serving.settings:worker_app()"
 # bind is gunicorn's default: 127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set.
 
 # One worker process per core with a shared store; one with the memory store, a dict in one
-# process (config.ServerConfig).
+# process (server_config.ServerConfig).
 workers = _server.workers
 
 # gunicorn's threaded worker. Like the sync worker it must sit behind a buffering proxy (gunicorn's
