@@ -27,7 +27,7 @@ from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
 from plantstore.webhooks.deliverer import SENDERS, Deliverer, backoff, origin
 from tests.conftest import TOKEN
-from tests.gunicorn_server import ROOT
+from tests.gunicorn_server import ROOT, GunicornServer, server_environ
 from tests.test_metrics import scrape_server, sqlite_workers
 from tests.webhook_receiver import SECRET, WebhookReceiver
 
@@ -628,3 +628,26 @@ def test_under_gunicorn_the_webhook_metrics_count_every_worker(tmp_path, receive
     finally:
         server.stop()
     assert len(receiver.events()) == plants
+
+
+def test_at_debug_level_the_log_names_no_subscribers_path_or_query(tmp_path, receiver):
+    """urllib3 logs each request's path and query at debug level; a query may hold a secret."""
+    url = f"{receiver.url}?token=querysecret"
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN,
+            PLANTSTORE_WEBHOOK_URLS=url,
+            PLANTSTORE_WEBHOOK_SECRET=SECRET,
+        ),
+        "--log-level=debug",
+    )
+    try:
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        body = orjson.dumps({"id": 1, "name": "fern"})
+        assert server.request("POST", "/plants", body, headers=headers)[0] == 200
+        assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    finally:
+        _, stderr = server.stop()
+    assert "[DEBUG]" in stderr
+    assert "querysecret" not in stderr
+    assert "/hooks" not in stderr
