@@ -11,7 +11,7 @@ import orjson
 import psycopg
 import pytest
 
-from plantstore.stores import SchemaTooNew, StoreUnavailable, postgres, sqlite
+from plantstore.stores import SchemaTooNew, StoreUnavailable, StoreUnusable, postgres, sqlite
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sqlite import SqliteStore
 from tests.concurrency import at_once
@@ -240,6 +240,33 @@ def test_a_postgresql_database_of_a_newer_plantstore_is_left_alone(postgres_url)
     )
     with psycopg.connect(postgres_url) as connection:
         assert connection.execute("SELECT to_regclass('plants')").fetchone() == (None,)
+
+
+def test_a_postgresql_database_not_in_utf8_is_refused_and_left_alone(not_utf8_postgres):
+    """Rather than a plant kept and then a 500 for every read of it (SQL_ASCII), or for a name
+    the encoding has no character for (LATIN1)."""
+    url, encoding = not_utf8_postgres
+    with pytest.raises(StoreUnusable) as raised:
+        PostgresStore(url)
+    assert str(raised.value) == (
+        f"PostgreSQL database {url.rsplit('/', 1)[1]} has encoding {encoding}, but plantstore "
+        "needs UTF8: create the database with ENCODING 'UTF8'"
+    )
+    with psycopg.connect(url) as connection:
+        assert connection.execute(
+            "SELECT to_regclass('plantstore_schema'), to_regclass('plants')"
+        ).fetchone() == (None, None)
+
+
+def test_postgresql_text_is_utf8_whatever_client_encoding_the_url_asks(postgres_url):
+    cactus = orjson.dumps({"name": "🌵", "tag": "日本"})
+    store = PostgresStore(f"{postgres_url}?client_encoding=LATIN1")
+    try:
+        assert store.add(1, cactus) == cactus
+        assert store.get(1) == cactus
+        assert store.page(None, 10, "日本") == [(1, cactus)]
+    finally:
+        store.close()
 
 
 def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgres_cluster):

@@ -17,7 +17,8 @@ class StoreUnavailable(Exception):
 
 class StoreUnusable(Exception):
     """The configured store can never serve as it is (its SQLite file is not a database, or
-    cannot be opened at all): unlike `StoreUnavailable`, waiting does not help, so a start stops.
+    cannot be opened at all; its PostgreSQL database is not UTF8): unlike `StoreUnavailable`,
+    waiting does not help, so a start stops.
     """
 
 

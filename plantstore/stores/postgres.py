@@ -9,7 +9,7 @@ from typing import TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from plantstore.stores import Delivery, StoreUnavailable
+from plantstore.stores import Delivery, StoreUnavailable, StoreUnusable
 from plantstore.stores.deadlines import Deadlines
 from plantstore.stores.sql import (
     claim_statement,
@@ -44,7 +44,9 @@ RECONNECT_SECONDS = 10.0
 _T = TypeVar("_T")
 
 #: What every connection is opened with, besides the URL; 2 s is libpq's shortest timeout.
-_CONNECT = {"autocommit": True, "connect_timeout": 2}
+#: Text goes both ways in UTF-8 whatever `PGCLIENTENCODING` or the URL ask: a plant's name
+#: may hold any character.
+_CONNECT = {"autocommit": True, "connect_timeout": 2, "client_encoding": "UTF8"}
 #: Errors of a database that cannot serve now: down, unreachable, out of time or of disk, or
 #: read-only (a standby, or `default_transaction_read_only`).
 _CANNOT_SERVE = (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction)
@@ -135,11 +137,33 @@ def _migrate(connection: psycopg.Connection) -> None:
             )
 
 
-def _configure(connection: psycopg.Connection) -> None:
-    """Make a new pooled connection ready: the schema up to date, then its statements bounded.
+def _require_utf8(connection: psycopg.Connection) -> None:
+    """Refuse a database that cannot keep every character: one that is not UTF8.
 
-    Not before: a migration may take long, or wait long for another worker's.
+    Another encoding (SQL_ASCII, what initdb makes under the C locale; LATIN1) would take a
+    plant and fail to give it back, or refuse a name in another script: every such request
+    would be a 500. The server tells the database's encoding as the connection opens.
+
+    Raises:
+        StoreUnusable: the database's encoding is not UTF8.
     """
+    encoding = connection.info.parameter_status("server_encoding")
+    if encoding != "UTF8":
+        raise StoreUnusable(
+            f"PostgreSQL database {connection.info.dbname} has encoding {encoding}, but "
+            "plantstore needs UTF8: create the database with ENCODING 'UTF8'"
+        )
+
+
+def _configure(connection: psycopg.Connection) -> None:
+    """Make a new pooled connection ready: to a UTF8 database, with the schema up to date,
+    then its statements bounded.
+
+    Not before: a migration may take long, or wait long for another worker's. A database that
+    is not UTF8 fails the connection: the pool logs why and tries again later, and meanwhile
+    no connection comes, so requests are answered 503.
+    """
+    _require_utf8(connection)
     _migrate(connection)
     connection.execute(f"SET statement_timeout = {round(STATEMENT_SECONDS * 1000)}")
 
@@ -173,6 +197,7 @@ class PostgresStore:
 
     Raises:
         SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
+        StoreUnusable: the database is not UTF8 (it is left as it is).
     """
 
     def __init__(
@@ -183,10 +208,11 @@ class PostgresStore:
     ) -> None:
         self._webhook_urls = tuple(webhook_urls)
         self._on_event = on_event
-        # Migrate now when the server is up, so that a schema too new stops the worker; when it
-        # is down, the pool migrates as it connects.
+        # Migrate now when the server is up, so that a schema too new or a database not in UTF8
+        # stops the start; when it is down, the pool checks and migrates as it connects.
         self._out_of_reach = True
         with suppress(psycopg.OperationalError), psycopg.connect(url, **_CONNECT) as connection:
+            _require_utf8(connection)
             _migrate(connection)
             self._out_of_reach = False
         self._deadlines = Deadlines()
