@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from plantstore.serving.proxy import TrustedProxies
 from plantstore.stores import MEMORY_URL, store_kind
+from plantstore.webhooks.subscribers import subscriber_key
 
 DEFAULT_MAX_BODY_BYTES = 65536
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
@@ -187,9 +188,11 @@ def _read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def _read_webhook_urls(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The subscribers' URLs, each http or https with a host.
+    """The subscribers' URLs, each http or https with a host, and each another subscriber.
 
     A refused URL is named by its place in the list, not echoed: it may hold credentials.
+    Two URLs that differ at most in their user and password name one subscriber (one
+    `subscriber_key`), whose events would go twice, either way.
     """
     raw = environ.get("PLANTSTORE_WEBHOOK_URLS", "")
     urls = tuple(entry.strip() for entry in raw.split(",") if entry.strip())
@@ -203,6 +206,13 @@ def _read_webhook_urls(environ: Mapping[str, str]) -> tuple[str, ...]:
             raise ConfigError(
                 "PLANTSTORE_WEBHOOK_URLS must list http:// or https:// URLs with a host, "
                 f"separated by commas: URL {number} is not one"
+            )
+    keys = [subscriber_key(url) for url in urls]
+    for number, key in enumerate(keys, start=1):
+        if (first := keys.index(key) + 1) < number:
+            raise ConfigError(
+                f"PLANTSTORE_WEBHOOK_URLS must list each subscriber once: URL {number} is URL "
+                f"{first} again (if only with another user or password)"
             )
     return urls
 

@@ -8,6 +8,7 @@ from plantstore.config import Config
 from plantstore.stores import PlantStore, open_store
 from plantstore.stores.gate import GatedStore
 from plantstore.webhooks.deliverer import Deliverer
+from plantstore.webhooks.subscribers import subscriber_key
 
 
 class Runtime:
@@ -20,13 +21,15 @@ class Runtime:
 
     A shared store (SQLite, PostgreSQL) is served through a `GatedStore`, which keeps one of the
     worker's threads out of it for /healthz and the refusals; the memory store never waits.
-    With webhook URLs, the store keeps an outbox, and each commit that wrote events wakes the
-    deliverer.
+    With webhook URLs, the store keeps an outbox, for the subscribers' keys (never their URLs,
+    which may hold a password), and each commit that wrote events wakes the deliverer.
     """
 
     def __init__(self, config: Config) -> None:
         committed = threading.Event()
-        self._opened = open_store(config.store_url, config.webhook_urls, committed.set)
+        self._opened = open_store(
+            config.store_url, [subscriber_key(url) for url in config.webhook_urls], committed.set
+        )
         #: What the app serves requests from.
         self.store: PlantStore = (
             self._opened

@@ -95,6 +95,51 @@ def postgres_url(postgres_server_url):
         connection.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+class PostgresDatabases:
+    """Databases of a test's own on a server, each named first and made when the test says."""
+
+    def __init__(self, server_url: str) -> None:
+        self._server_url = server_url
+        self._names: list[str] = []
+
+    def name(self) -> str:
+        """The URL of a database that is not made yet."""
+        self._names.append(f"plantstore_test_{uuid.uuid4().hex}")
+        return urlsplit(self._server_url)._replace(path=f"/{self._names[-1]}").geturl()
+
+    def make(self, url: str, encoding: str) -> None:
+        """Make the database `url` names, in `encoding`, under the C locale, which takes any
+        encoding (initdb makes SQL_ASCII under it, where LANG=C)."""
+        with psycopg.connect(self._server_url, autocommit=True) as connection:
+            connection.execute(
+                sql.SQL(
+                    "CREATE DATABASE {} ENCODING {} TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"
+                ).format(sql.Identifier(urlsplit(url).path[1:]), sql.Literal(encoding))
+            )
+
+    def drop(self) -> None:
+        with psycopg.connect(self._server_url, autocommit=True) as connection:
+            for name in self._names:
+                connection.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                )
+
+
+@pytest.fixture
+def postgres_databases(postgres_server_url):
+    made = PostgresDatabases(postgres_server_url)
+    yield made
+    made.drop()
+
+
+@pytest.fixture(params=["SQL_ASCII", "LATIN1"])
+def not_utf8_postgres(request, postgres_databases):
+    """The URL of an empty database that is not UTF8, and its encoding."""
+    url = postgres_databases.name()
+    postgres_databases.make(url, request.param)
+    return url, request.param
+
+
 @pytest.fixture
 def postgres_cluster(postgres_bindir):
     """A cluster of the test's own, which it may stop and start."""

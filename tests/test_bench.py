@@ -87,7 +87,7 @@ def test_the_webhooks_case_keeps_every_event_for_a_subscriber_that_never_answers
 def test_a_delay_runs_from_an_events_commit_to_its_first_receipt():
     def delivery(webhook_id: str, plant_id: int, received: float) -> Delivery:
         event = {"type": "plant.created", "timestamp": "2025-01-01T00:00:00.250Z"}
-        return Delivery(webhook_id, {**event, "data": {"id": plant_id}}, received)
+        return Delivery(webhook_id, {**event, "data": {"id": plant_id}}, received, "/hooks", None)
 
     committed = 1735689600.25
     receiver = SimpleNamespace(

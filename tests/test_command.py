@@ -130,6 +130,25 @@ def test_check_says_in_one_line_that_a_sqlite_file_cannot_be_used(tmp_path, unus
     assert (result.returncode, result.stdout, result.stderr) == (1, "", f"{line}\n")
 
 
+def test_a_postgresql_database_not_in_utf8_stops_check_and_start_with_one_line(
+    tmp_path, not_utf8_postgres
+):
+    url, encoding = not_utf8_postgres
+    checked = run([PLANTSTORE, "check"], tmp_path, PLANTSTORE_STORE=url)
+    started = run_to_exit(
+        "--bind=127.0.0.1:0", timeout=30, PLANTSTORE_TOKENS="t", PLANTSTORE_STORE=url
+    )
+    line = (
+        f"plantstore: PostgreSQL database {url.rsplit('/', 1)[1]} has encoding {encoding}, but "
+        "plantstore needs UTF8: create the database with ENCODING 'UTF8'"
+    )
+    assert (checked.returncode, checked.stdout, checked.stderr) == (1, "", f"{line}\n")
+    assert started.returncode != 0
+    # Besides gunicorn's own line that it is starting, which comes before the check.
+    printed = started.stderr.splitlines()
+    assert [text for text in printed if "[INFO] Starting gunicorn" not in text] == [line]
+
+
 def test_serve_help_shows_the_services_own_settings(tmp_path):
     result = run([PLANTSTORE, "serve", "--help"], tmp_path, GUNICORN_THREADS="5")
     assert result.returncode == 0, result.stderr

@@ -258,6 +258,26 @@ def test_a_webhook_url_that_is_not_http_is_refused_by_its_place_not_echoed(url):
     )
 
 
+@pytest.mark.parametrize(
+    "again", ["https://shop.example/hooks", "https://user:hunter2@shop.example/hooks"]
+)
+def test_a_subscriber_listed_twice_is_refused_by_its_places_not_echoed(again):
+    """Its events would go twice, and with credentials either way: the outbox names a
+    subscriber by its URL without user and password."""
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env(
+            {
+                "PLANTSTORE_TOKENS": "a",
+                "PLANTSTORE_WEBHOOK_URLS": f"https://shop.example/hooks,http://a.example,{again}",
+                "PLANTSTORE_WEBHOOK_SECRET": SECRET,
+            }
+        )
+    assert str(caught.value) == (
+        "PLANTSTORE_WEBHOOK_URLS must list each subscriber once: URL 3 is URL 1 again (if only "
+        "with another user or password)"
+    )
+
+
 def test_webhook_urls_need_a_secret():
     with pytest.raises(ConfigError) as caught:
         Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_WEBHOOK_URLS": "http://a.example"})

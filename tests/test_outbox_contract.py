@@ -13,7 +13,8 @@ from plantstore.stores import StoreUnavailable, open_store, postgres
 from plantstore.stores.postgres import PostgresStore
 from tests.concurrency import at_once
 
-URLS = ("http://a.example/hooks", "https://user:pw@b.example/in?key=1")
+#: Subscribers' keys, as the deliverer names them (`subscriber_key`).
+SUBSCRIBERS = ("3f2a9c1b0d4e5f67", "0123456789abcdef")
 FERN = b'{"name":"fern","tag":"green"}'
 ROSE = b'{"name":"rose"}'
 #: Far enough ahead that nothing claimed in a test is due again before it ends.
@@ -21,15 +22,15 @@ LATER = 60.0
 
 
 class Outboxes:
-    """Stores with webhook URLs on one empty database, and the events they announced."""
+    """Stores with subscribers on one empty database, and the events they announced."""
 
     def __init__(self, store_url: str) -> None:
         self._url = store_url
         self._opened = []
         self.announced = threading.Semaphore(0)
 
-    def open(self, urls=URLS):
-        store = open_store(self._url, urls, self.announced.release)
+    def open(self, subscribers=SUBSCRIBERS):
+        store = open_store(self._url, subscribers, self.announced.release)
         self._opened.append(store)
         return store
 
@@ -57,8 +58,8 @@ def outbox(outboxes):
 
 
 def claim(outbox, now, lease_until, limit=1000):
-    """Claim for each URL in turn."""
-    return [d for url in URLS for d in outbox.claim(url, now, lease_until, limit)]
+    """Claim for each subscriber in turn."""
+    return [d for key in SUBSCRIBERS for d in outbox.claim(key, now, lease_until, limit)]
 
 
 def claim_all(outbox, now=None):
@@ -66,11 +67,11 @@ def claim_all(outbox, now=None):
     return claim(outbox, now, now + LATER)
 
 
-def test_a_created_plant_is_an_event_for_each_url(outboxes, outbox):
+def test_a_created_plant_is_an_event_for_each_subscriber(outboxes, outbox):
     before = time.time()
     outbox.add(7, FERN)
     deliveries = claim_all(outbox)
-    assert [delivery.url for delivery in deliveries] == list(URLS)
+    assert [delivery.subscriber for delivery in deliveries] == list(SUBSCRIBERS)
     first, second = deliveries
     assert first.webhook_id == second.webhook_id
     assert first.webhook_id.startswith("msg_") and len(first.webhook_id) == 36
@@ -89,14 +90,14 @@ def test_a_created_plant_is_an_event_for_each_url(outboxes, outbox):
     assert outboxes.announcements() == 1
 
 
-def test_a_deleted_plant_is_an_event_for_each_url(outboxes, outbox):
+def test_a_deleted_plant_is_an_event_for_each_subscriber(outboxes, outbox):
     outbox.add(-5, ROSE)
     for delivery in claim_all(outbox):
         outbox.forget(delivery)
     outboxes.announcements()
     assert outbox.delete(-5) is True
     deliveries = claim_all(outbox)
-    assert [delivery.url for delivery in deliveries] == list(URLS)
+    assert [delivery.subscriber for delivery in deliveries] == list(SUBSCRIBERS)
     assert {orjson.loads(delivery.body)["type"] for delivery in deliveries} == {"plant.deleted"}
     assert orjson.loads(deliveries[0].body)["data"] == {"id": -5}
     assert outboxes.announcements() == 1
@@ -116,8 +117,8 @@ def test_what_changes_nothing_is_no_event(outboxes, outbox):
     assert outboxes.announcements() == 0
 
 
-def test_a_store_without_urls_writes_no_event(outboxes):
-    silent = outboxes.open(urls=())
+def test_a_store_without_subscribers_writes_no_event(outboxes):
+    silent = outboxes.open(subscribers=())
     silent.add(1, FERN)
     silent.delete(1)
     assert claim_all(outboxes.open()) == []
@@ -134,30 +135,30 @@ def test_a_claim_leases_its_deliveries_until_the_lease_runs_out(outbox):
     assert claim(outbox, now + 30, now + 60) == claimed
 
 
-def test_a_claim_takes_at_most_its_limit_of_its_url_in_id_order(outbox):
+def test_a_claim_takes_at_most_its_limit_of_its_subscriber_in_id_order(outbox):
     for plant_id in range(3):
         outbox.add(plant_id, FERN)
     now = time.time()
-    first = outbox.claim(URLS[1], now, now + LATER, 2)
-    rest = outbox.claim(URLS[1], now, now + LATER, 2)
+    first = outbox.claim(SUBSCRIBERS[1], now, now + LATER, 2)
+    rest = outbox.claim(SUBSCRIBERS[1], now, now + LATER, 2)
     assert (len(first), len(rest)) == (2, 1)
-    assert outbox.claim(URLS[1], now, now + LATER, 2) == []
+    assert outbox.claim(SUBSCRIBERS[1], now, now + LATER, 2) == []
     ids = [delivery.id for delivery in first + rest]
     assert ids == sorted(ids)
-    assert {delivery.url for delivery in first + rest} == {URLS[1]}
+    assert {delivery.subscriber for delivery in first + rest} == {SUBSCRIBERS[1]}
     created = [orjson.loads(delivery.body)["data"]["id"] for delivery in first + rest]
     assert created == [0, 1, 2]
-    assert len(outbox.claim(URLS[0], now, now + LATER, 10)) == 3
+    assert len(outbox.claim(SUBSCRIBERS[0], now, now + LATER, 10)) == 3
 
 
 def test_the_earliest_due_are_claimed_first(outbox):
     outbox.add(1, FERN)
     outbox.add(2, FERN)
     now = time.time()
-    first, second = outbox.claim(URLS[0], now, now + LATER, 10)
+    first, second = outbox.claim(SUBSCRIBERS[0], now, now + LATER, 10)
     outbox.retry(first, now + 2)
     outbox.retry(second, now + 1)
-    assert outbox.claim(URLS[0], now + 2, now + LATER, 1) == [second._replace(attempts=1)]
+    assert outbox.claim(SUBSCRIBERS[0], now + 2, now + LATER, 1) == [second._replace(attempts=1)]
 
 
 def test_a_retry_counts_the_attempt_and_is_due_at_its_time(outbox):
@@ -169,10 +170,10 @@ def test_a_retry_counts_the_attempt_and_is_due_at_its_time(outbox):
     (again,) = claim(outbox, now + 5, now + LATER)
     assert again.id == delivery.id
     assert again.attempts == 1
-    assert (again.webhook_id, again.body, again.url) == (
+    assert (again.webhook_id, again.body, again.subscriber) == (
         delivery.webhook_id,
         delivery.body,
-        delivery.url,
+        delivery.subscriber,
     )
     outbox.retry(again, now + 6)
     assert claim(outbox, now + 6, now + LATER)[0].attempts == 2
@@ -203,8 +204,8 @@ def test_claimers_at_once_never_share_a_delivery(outboxes, store_url):
     now = time.time()
 
     def claim_until_none(n: int) -> list[int]:
-        store, url, claimed = stores[n % len(stores)], URLS[n % 2], []
-        while batch := store.claim(url, now, now + LATER, 3):
+        store, key, claimed = stores[n % len(stores)], SUBSCRIBERS[n % 2], []
+        while batch := store.claim(key, now, now + LATER, 3):
             claimed += [delivery.id for delivery in batch]
         return claimed
 
@@ -233,26 +234,26 @@ def test_a_plant_and_its_event_commit_together_or_not_at_all(outboxes, store_url
 
 
 @pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
-def test_an_event_is_for_the_urls_listed_when_it_was_made(outboxes):
-    """A URL added later gets the events made from then on; a URL dropped keeps its own."""
-    before = outboxes.open(urls=URLS[:1])
+def test_an_event_is_for_the_subscribers_listed_when_it_was_made(outboxes):
+    """A subscriber added later gets the events made from then on; one dropped keeps its own."""
+    before = outboxes.open(subscribers=SUBSCRIBERS[:1])
     before.add(1, FERN)
-    after = outboxes.open(urls=URLS[1:])
+    after = outboxes.open(subscribers=SUBSCRIBERS[1:])
     after.add(2, FERN)
     made = before.oldest()
     assert after.oldest() == made
     now = time.time()
-    (first,) = after.claim(URLS[0], now, now + LATER, 10)
-    (second,) = after.claim(URLS[1], now, now + LATER, 10)
+    (first,) = after.claim(SUBSCRIBERS[0], now, now + LATER, 10)
+    (second,) = after.claim(SUBSCRIBERS[1], now, now + LATER, 10)
     assert orjson.loads(first.body)["data"]["id"] == 1
     assert orjson.loads(second.body)["data"]["id"] == 2
     assert first.created_at == made
 
 
-def test_no_delivery_is_due_to_a_url_never_listed(outbox):
+def test_no_delivery_is_due_to_a_subscriber_never_listed(outbox):
     outbox.add(1, FERN)
     now = time.time()
-    assert outbox.claim("http://other.example/", now, now + LATER, 10) == []
+    assert outbox.claim("ffffffffffffffff", now, now + LATER, 10) == []
     assert len(claim_all(outbox)) == 2
 
 
@@ -263,9 +264,9 @@ def test_postgresql_repeating_an_add_whose_commit_went_through_writes_no_second_
     after the commit, its answer lost: the repeat finds the plant, and makes no event."""
     PostgresStore(postgres_url).close()
     with psycopg.connect(postgres_url, autocommit=True) as connection:
-        assert postgres._add(connection, 1, FERN, URLS) == (True, FERN)
-        assert postgres._add(connection, 1, FERN, URLS) == (False, FERN)
-        assert postgres._delete(connection, 1, URLS) is True
-        assert postgres._delete(connection, 1, URLS) is False
+        assert postgres._add(connection, 1, FERN, SUBSCRIBERS) == (True, FERN)
+        assert postgres._add(connection, 1, FERN, SUBSCRIBERS) == (False, FERN)
+        assert postgres._delete(connection, 1, SUBSCRIBERS) is True
+        assert postgres._delete(connection, 1, SUBSCRIBERS) is False
         events = connection.execute("SELECT DISTINCT webhook_id FROM outbox").fetchall()
     assert len(events) == 2

@@ -2,6 +2,7 @@
 workers start together, and a database that a newer plantstore changed is left alone.
 """
 
+import contextlib
 import multiprocessing
 import sqlite3
 import time
@@ -12,9 +13,10 @@ import psycopg
 import pytest
 
 from plantstore.api.schemas import MAX_PAGE_BYTES
-from plantstore.stores import SchemaTooNew, StoreUnavailable, postgres, sqlite
+from plantstore.stores import SchemaTooNew, StoreUnavailable, StoreUnusable, postgres, sqlite
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sqlite import SqliteStore
+from plantstore.webhooks.subscribers import subscriber_key
 from tests.concurrency import at_once
 
 #: Plants as 1.0.0 kept them, with tags that SQL's JSON functions get wrong.
@@ -77,7 +79,7 @@ def sqlite_runs(path):
 def test_an_empty_sqlite_database_is_brought_to_the_current_version(tmp_path):
     SqliteStore(str(tmp_path / "plants.db")).close()
     assert sqlite_schema(tmp_path / "plants.db") == (
-        3,
+        4,
         [
             ("table", "outbox"),
             ("index", "outbox_due"),
@@ -97,7 +99,7 @@ def test_a_sqlite_database_that_1_0_0_made_is_brought_up_to_date(tmp_path):
         )
     store = SqliteStore(str(path))
     try:
-        assert sqlite_schema(path)[0] == 3
+        assert sqlite_schema(path)[0] == 4
         assert_the_old_plants_are_served(store)
     finally:
         store.close()
@@ -139,21 +141,21 @@ def test_sqlite_stores_opened_at_once_by_processes_migrate_once(tmp_path):
     for worker in workers:
         worker.join(timeout=60)
     assert [worker.exitcode for worker in workers] == [0] * 8
-    assert sqlite_schema(path)[0] == 4
+    assert sqlite_schema(path)[0] == 5
     assert sqlite_runs(path) == 1
 
 
 def test_a_sqlite_database_of_a_newer_plantstore_is_left_alone(tmp_path):
     path = tmp_path / "plants.db"
     with sqlite3.connect(path) as connection:
-        connection.execute("PRAGMA user_version = 4")
+        connection.execute("PRAGMA user_version = 5")
     with pytest.raises(SchemaTooNew) as raised:
         SqliteStore(str(path))
     assert str(raised.value) == (
-        f"SQLite {path} has schema version 4, but this plantstore knows versions up to 3: "
+        f"SQLite {path} has schema version 5, but this plantstore knows versions up to 4: "
         "run a newer plantstore on it"
     )
-    assert sqlite_schema(path) == (4, [])
+    assert sqlite_schema(path) == (5, [])
 
 
 def test_a_locked_sqlite_database_is_unavailable_while_it_needs_migrating(tmp_path):
@@ -166,7 +168,7 @@ def test_a_locked_sqlite_database_is_unavailable_while_it_needs_migrating(tmp_pa
         SqliteStore(str(path), busy_timeout=0.05)
     other_process.execute("ROLLBACK")
     SqliteStore(str(path)).close()
-    assert sqlite_schema(path)[0] == 3
+    assert sqlite_schema(path)[0] == 4
 
 
 def postgres_schema(url):
@@ -191,7 +193,7 @@ def postgres_runs(url):
 def test_an_empty_postgresql_database_is_brought_to_the_current_version(postgres_url):
     PostgresStore(postgres_url).close()
     assert postgres_schema(postgres_url) == (
-        [(3,)],
+        [(4,)],
         [("id", "bigint"), ("plant", "json"), ("tag", "bytea")],
         [
             "CREATE INDEX plants_by_tag ON public.plants USING btree (tag, id)",
@@ -209,7 +211,7 @@ def test_a_postgresql_database_that_1_0_0_made_is_brought_up_to_date(postgres_ur
         )
     store = PostgresStore(postgres_url)
     try:
-        assert postgres_schema(postgres_url)[0] == [(3,)]
+        assert postgres_schema(postgres_url)[0] == [(4,)]
         assert_the_old_plants_are_served(store)
     finally:
         store.close()
@@ -233,16 +235,43 @@ def test_postgresql_stores_opened_at_once_migrate_once(postgres_url, one_step_mo
 def test_a_postgresql_database_of_a_newer_plantstore_is_left_alone(postgres_url):
     with psycopg.connect(postgres_url) as connection:
         connection.execute("CREATE TABLE plantstore_schema (version integer NOT NULL)")
-        connection.execute("INSERT INTO plantstore_schema (version) VALUES (4)")
+        connection.execute("INSERT INTO plantstore_schema (version) VALUES (5)")
     with pytest.raises(SchemaTooNew) as raised:
         PostgresStore(postgres_url)
     database = postgres_url.rsplit("/", 1)[1]
     assert str(raised.value) == (
-        f"PostgreSQL database {database} has schema version 4, but this plantstore knows "
-        "versions up to 3: run a newer plantstore on it"
+        f"PostgreSQL database {database} has schema version 5, but this plantstore knows "
+        "versions up to 4: run a newer plantstore on it"
     )
     with psycopg.connect(postgres_url) as connection:
         assert connection.execute("SELECT to_regclass('plants')").fetchone() == (None,)
+
+
+def test_a_postgresql_database_not_in_utf8_is_refused_and_left_alone(not_utf8_postgres):
+    """Rather than a plant kept and then a 500 for every read of it (SQL_ASCII), or for a name
+    the encoding has no character for (LATIN1)."""
+    url, encoding = not_utf8_postgres
+    with pytest.raises(StoreUnusable) as raised:
+        PostgresStore(url)
+    assert str(raised.value) == (
+        f"PostgreSQL database {url.rsplit('/', 1)[1]} has encoding {encoding}, but plantstore "
+        "needs UTF8: create the database with ENCODING 'UTF8'"
+    )
+    with psycopg.connect(url) as connection:
+        assert connection.execute(
+            "SELECT to_regclass('plantstore_schema'), to_regclass('plants')"
+        ).fetchone() == (None, None)
+
+
+def test_postgresql_text_is_utf8_whatever_client_encoding_the_url_asks(postgres_url):
+    cactus = orjson.dumps({"name": "🌵", "tag": "日本"})
+    store = PostgresStore(f"{postgres_url}?client_encoding=LATIN1")
+    try:
+        assert store.add(1, cactus) == cactus
+        assert store.get(1) == cactus
+        assert store.page(None, 10, "日本", MAX_PAGE_BYTES).plants == [(1, cactus)]
+    finally:
+        store.close()
 
 
 def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgres_cluster):
@@ -257,7 +286,7 @@ def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgre
                 break
             except StoreUnavailable:
                 assert time.monotonic() < deadline
-        assert postgres_schema(postgres_cluster.url())[0] == [(3,)]
+        assert postgres_schema(postgres_cluster.url())[0] == [(4,)]
         assert store.page(None, 10, "red", MAX_PAGE_BYTES).plants == [
             (1, b'{"name":"fern","tag":"red"}')
         ]
@@ -265,30 +294,78 @@ def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgre
         store.close()
 
 
+def opened_on(kind, tmp_path, request):
+    """The store module of `kind`, and how to open a store of it on the test's database."""
+    if kind == "sqlite":
+        return sqlite, lambda *args: SqliteStore(str(tmp_path / "plants.db"), *args)
+    return postgres, partial(PostgresStore, request.getfixturevalue("postgres_url"))
+
+
+def outbox_rows(kind, tmp_path, request):
+    """Every row of the outbox, each as a tuple of its columns."""
+    if kind == "sqlite":
+        with contextlib.closing(sqlite3.connect(tmp_path / "plants.db")) as connection:
+            return connection.execute("SELECT * FROM outbox ORDER BY id").fetchall()
+    with psycopg.connect(request.getfixturevalue("postgres_url")) as connection:
+        return connection.execute("SELECT * FROM outbox ORDER BY id").fetchall()
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_a_1_1_0_database_gets_its_outbox_and_keeps_its_plants(
     kind, tmp_path, request, monkeypatch
 ):
-    """1.1.0's schema (the first two steps) takes only the outbox's step."""
-    module, opener = {
-        "sqlite": (sqlite, lambda *args: SqliteStore(str(tmp_path / "plants.db"), *args)),
-        "postgres": (postgres, partial(PostgresStore, request.getfixturevalue("postgres_url"))),
-    }[kind]
+    """1.1.0's schema (the first two steps) takes only the outbox's steps."""
+    module, opener = opened_on(kind, tmp_path, request)
     steps = module._STEPS
     with monkeypatch.context() as old:
         old.setattr(module, "_STEPS", steps[:2])
         store = opener()
         store.add(1, OLD_PLANTS[1])
         store.close()
-    store = opener(["http://subscriber.example/hooks"])
+    key = subscriber_key("http://subscriber.example/hooks")
+    store = opener([key])
     try:
         assert store.get(1) == OLD_PLANTS[1]
-        url = "http://subscriber.example/hooks"
-        assert store.claim(url, time.time(), time.time() + 60, 10) == []
+        assert store.claim(key, time.time(), time.time() + 60, 10) == []
         store.add(5, b'{"name":"ivy"}')
-        (delivery,) = store.claim(url, time.time(), time.time() + 60, 10)
+        (delivery,) = store.claim(key, time.time(), time.time() + 60, 10)
         assert orjson.loads(delivery.body)["data"] == {"id": 5, "name": "ivy"}
     finally:
         store.close()
     if kind == "sqlite":
-        assert sqlite_schema(tmp_path / "plants.db")[0] == len(steps) == 3
+        assert sqlite_schema(tmp_path / "plants.db")[0] == len(steps) == 4
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_deliveries_waiting_for_urls_wait_for_their_subscribers_keys_after_the_upgrade(
+    kind, tmp_path, request, monkeypatch
+):
+    """The outbox's first schema kept each delivery's URL, a password in it included; the next
+    step keeps the subscriber's key instead, computed from the URL as the deliverer computes it
+    from the one it is configured with, so each delivery still goes to its subscriber."""
+    module, opener = opened_on(kind, tmp_path, request)
+    with monkeypatch.context() as old:
+        old.setattr(module, "_STEPS", module._STEPS[:3])
+        opener().close()
+    urls = ["http://user:hunter2@hooks.example/in", "http://hooks.example/other?list=2"]
+    waiting = [
+        (f"msg_{n}", url, b'{"type":"plant.deleted"}', 1.0, 2.0) for n, url in enumerate(urls)
+    ]
+    insert = "INSERT INTO outbox (webhook_id, url, body, created_at, next_attempt_at) VALUES "
+    if kind == "sqlite":
+        with contextlib.closing(sqlite3.connect(tmp_path / "plants.db")) as connection:
+            connection.executemany(insert + "(?, ?, ?, ?, ?)", waiting)
+            connection.commit()
+    else:
+        with psycopg.connect(request.getfixturevalue("postgres_url")) as connection:
+            connection.cursor().executemany(insert + "(%s, %s, %s, %s, %s)", waiting)
+    keys = [subscriber_key(url) for url in urls]
+    store = opener(keys)
+    try:
+        assert [row[2] for row in outbox_rows(kind, tmp_path, request)] == keys
+        assert "hunter2" not in str(outbox_rows(kind, tmp_path, request))
+        for n, key in enumerate(keys):
+            (delivery,) = store.claim(key, time.time(), time.time() + 60, 10)
+            assert (delivery.webhook_id, delivery.subscriber) == (f"msg_{n}", key)
+    finally:
+        store.close()

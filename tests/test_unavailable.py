@@ -5,6 +5,7 @@ restart may take for the store's own.
 """
 
 import contextlib
+import dataclasses
 import errno
 import io
 import itertools
@@ -575,6 +576,34 @@ def test_a_read_only_postgresql_is_not_ready(config, postgres_url):
         assert_unavailable(client.simulate_get("/readyz"))
     finally:
         store.close()
+
+
+def test_a_worker_whose_pool_meets_a_database_not_in_utf8_answers_503_and_logs_why(
+    config, postgres_databases, worker_app, caplog
+):
+    """A start refuses such a database; a worker may meet one only later, when it was out of
+    reach at the start (here: not made yet). Its pool then makes no connection to it, so
+    every request is a 503 (not a 200 and then 500s), and the pool's warnings say why."""
+    url = postgres_databases.name()
+    client = falcon.testing.TestClient(
+        worker_app(dataclasses.replace(config, store_url=url)),
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+    postgres_databases.make(url, "SQL_ASCII")
+    reason = (
+        f"PostgreSQL database {url.rsplit('/', 1)[1]} has encoding SQL_ASCII, but plantstore "
+        "needs UTF8"
+    )
+    deadline = time.monotonic() + 60
+    while reason not in caplog.text:  # bounded poll: the pool retries on a timer of its own
+        assert_unavailable(client.simulate_post("/plants", json=FERN))
+        assert time.monotonic() < deadline
+    assert_unavailable(client.simulate_post("/plants", json=FERN))
+    assert_unavailable(client.simulate_get("/plants/1"))
+    assert_unavailable(client.simulate_get("/plants"))
+    assert_unavailable(client.simulate_get("/readyz"))
+    with psycopg.connect(url) as connection:
+        assert connection.execute("SELECT to_regclass('plants')").fetchone() == (None,)
 
 
 class HeldStore:

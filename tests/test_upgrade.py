@@ -1,16 +1,22 @@
 """Upgrading from 1.0.0: the real gunicorn, three workers, on a database that 1.0.0 made."""
 
+import base64
+import contextlib
 import json
 import re
 import sqlite3
+import time
 from urllib.parse import quote
 
 import orjson
 import psycopg
 import pytest
 
-from plantstore.stores import postgres, sqlite, store_kind
+from plantstore.stores import open_store, postgres, sqlite, store_kind
+from plantstore.webhooks.events import plant_deleted
+from plantstore.webhooks.subscribers import subscriber_key
 from tests.gunicorn_server import GunicornServer, run_to_exit, server_environ
+from tests.webhook_receiver import SECRET
 
 TOKEN = "upgrade-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -166,3 +172,79 @@ def test_a_database_newer_than_the_code_stops_the_start_with_one_line(store_url)
     assert lines[0].startswith("plantstore: ")
     assert f"schema version {newer}" in lines[0]
     assert schema_versions(store_url) == [newer]
+
+
+def on_database(store_url: str, statement: str, rows=()) -> list[tuple]:
+    """Run `statement` (written with `?`) on the store's database, for each of `rows` if any;
+    give what it selects."""
+    if store_kind(store_url) == "sqlite":
+        path = store_url.removeprefix("sqlite:///")
+        with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+            if rows:
+                connection.executemany(statement, rows)
+                return []
+            return connection.execute(statement).fetchall()
+    with psycopg.connect(store_url) as connection, connection.cursor() as cursor:
+        if rows:
+            cursor.executemany(statement.replace("?", "%s"), rows)
+            return []
+        return cursor.execute(statement).fetchall()
+
+
+@upgraded
+def test_events_waiting_for_urls_reach_their_subscribers_after_the_upgrade(
+    store_url, receiver, monkeypatch
+):
+    """The outbox used to keep each delivery's URL, a password in it included: the upgrade
+    keeps the subscriber's key instead, and each waiting event still goes to its URL, with
+    the URL's user and password as Basic authorization."""
+    module = sqlite if store_kind(store_url) == "sqlite" else postgres
+    with monkeypatch.context() as old:
+        old.setattr(module, "_STEPS", module._STEPS[:3])
+        open_store(store_url).close()
+    urls = [
+        receiver.url.replace("http://", "http://user:hunter2@"),
+        receiver.url.replace("/hooks", "/other"),
+    ]
+    events = [plant_deleted(plant_id) for plant_id in (1, 2)]
+    on_database(
+        store_url,
+        "INSERT INTO outbox (webhook_id, url, body, created_at, next_attempt_at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [
+            (event.webhook_id, url, event.body, event.created_at, event.created_at)
+            for event, url in zip(events, urls, strict=True)
+        ],
+    )
+    receiver.hold()
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN,
+            PLANTSTORE_STORE=store_url,
+            WEB_CONCURRENCY="2",
+            PLANTSTORE_WEBHOOK_URLS=",".join(urls),
+            PLANTSTORE_WEBHOOK_SECRET=SECRET,
+        )
+    )
+    try:
+        assert receiver.wait_for(lambda got: receiver.attempts == 2, 30)
+        waiting = on_database(store_url, "SELECT webhook_id, subscriber FROM outbox ORDER BY id")
+        assert waiting == [
+            (event.webhook_id, subscriber_key(url)) for event, url in zip(events, urls, strict=True)
+        ]
+        assert "hunter2" not in repr(on_database(store_url, "SELECT * FROM outbox"))
+        receiver.release()
+        assert receiver.wait_for(lambda got: len(got) == 2, 30)
+        deadline = time.monotonic() + 30
+        while on_database(store_url, "SELECT id FROM outbox"):  # bounded poll: no sign of it
+            assert time.monotonic() < deadline
+    finally:
+        _, stderr = server.stop()
+    basic = base64.b64encode(b"user:hunter2").decode()
+    assert {(d.webhook_id, d.path, d.authorization) for d in receiver.deliveries} == {
+        (events[0].webhook_id, "/hooks", f"Basic {basic}"),
+        (events[1].webhook_id, "/other", None),
+    }
+    assert "Traceback" not in stderr
+    assert "hunter2" not in stderr
+    assert schema_versions(store_url) == [current_version(store_url)]

@@ -4,6 +4,8 @@ Time is driven by a clock the test moves on, and the deliverer is woken as a com
 it: no test waits for a retry's real second.
 """
 
+import base64
+import contextlib
 import logging
 import queue
 import re
@@ -16,6 +18,7 @@ import time
 
 import falcon.testing
 import orjson
+import psycopg
 import pytest
 import urllib3
 from prometheus_client import REGISTRY
@@ -25,7 +28,8 @@ from standardwebhooks import Webhook
 from plantstore.config import Config
 from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
-from plantstore.webhooks.deliverer import SENDERS, Deliverer, backoff, origin
+from plantstore.webhooks.deliverer import SENDERS, Deliverer, backoff
+from plantstore.webhooks.subscribers import origin, subscriber_key
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT, GunicornServer, server_environ
 from tests.test_metrics import scrape_server, sqlite_workers
@@ -71,6 +75,11 @@ def wait_until(condition, timeout: float = PATIENCE) -> None:
         time.sleep(0.005)
 
 
+def keys(urls) -> list[str]:
+    """The subscribers' keys, which a store is opened with, as `Runtime` opens it."""
+    return [subscriber_key(url) for url in urls]
+
+
 class Running:
     """A memory store with an outbox, and a started deliverer sending what it holds."""
 
@@ -78,7 +87,7 @@ class Running:
         self.clock = Clock()
         self.wake = threading.Event()
         self._urls = urls
-        self.store = MemoryStore(urls, self.wake.set)
+        self.store = MemoryStore(keys(urls), self.wake.set)
         # The counters are the process's, which other tests added to: count from here.
         self._counted = {name: REGISTRY.get_sample_value(name) for name in (SENT, FAILED, GIVEN_UP)}
         self._timeout, self._give_up_after = timeout, give_up_after
@@ -262,7 +271,8 @@ def test_a_delivery_failing_past_the_bound_is_given_up_with_an_error(running, re
     error = caplog.records[-1]
     assert error.levelno == logging.ERROR
     assert error.getMessage().startswith("webhooks: gave up msg_")
-    assert f"to http://127.0.0.1:{receiver.port} after 2 attempts" in error.getMessage()
+    named = f"http://127.0.0.1:{receiver.port} (subscriber {subscriber_key(receiver.url)})"
+    assert f"to {named} after 2 attempts" in error.getMessage()
 
 
 def test_the_last_retry_comes_at_the_bound(receiver, caplog):
@@ -283,20 +293,96 @@ def test_the_last_retry_comes_at_the_bound(receiver, caplog):
         running.deliverer.stop()
 
 
-def test_logs_name_the_subscriber_by_origin_only(caplog):
+def test_logs_name_each_subscriber_by_origin_and_key_only(caplog):
+    """Two URLs on one host, told apart by their keys; neither's path, query or password."""
     with WebhookReceiver() as receiver:
-        url = f"http://user:hunter2@127.0.0.1:{receiver.port}/hooks?key=k3y"
-        running = Running([url], give_up_after=0.0)
+        urls = [
+            f"http://user:hunter2@127.0.0.1:{receiver.port}/hooks?key=k3y",
+            f"http://127.0.0.1:{receiver.port}/other",
+        ]
+        running = Running(urls, give_up_after=0.0)
         try:
             receiver.answer(500)
             running.store.add(1, FERN)
-            running.wait_for_failures(1)
+            running.wait_for_failures(2)
         finally:
             running.deliverer.stop()
-    (record,) = caplog.records
-    assert f"to http://127.0.0.1:{receiver.port} after 1 attempts" in record.getMessage()
-    for secret in ("hunter2", "user", "k3y", "/hooks", SECRET.removeprefix("whsec_")):
+    named = {
+        record.getMessage().split(" to ", 1)[1].split(" after ")[0] for record in caplog.records
+    }
+    assert named == {
+        f"http://127.0.0.1:{receiver.port} (subscriber {subscriber_key(url)})" for url in urls
+    }
+    for secret in ("hunter2", "user", "k3y", "/hooks", "other", SECRET.removeprefix("whsec_")):
         assert secret not in caplog.text
+
+
+def test_a_urls_user_and_password_go_as_basic_authorization_to_it_alone(receiver):
+    """Percent-decoded, as UTF-8, as curl sends them; not to another URL on the same host.
+
+    Without them, a subscriber that asks for them answers 401 to every attempt, and each of
+    its events is given up a day later.
+    """
+    with_credentials = f"http://us%C3%A9r:p%40ss:w%C3%B6rd@127.0.0.1:{receiver.port}/with"
+    running = Running([with_credentials, f"http://127.0.0.1:{receiver.port}/without"])
+    try:
+        running.store.add(1, FERN)
+        assert receiver.wait_for(lambda got: len(got) == 2, PATIENCE)
+    finally:
+        running.deliverer.stop()
+    basic = base64.b64encode("usér:p@ss:wörd".encode()).decode()
+    assert {delivery.path: delivery.authorization for delivery in receiver.deliveries} == {
+        "/with": f"Basic {basic}",
+        "/without": None,
+    }
+
+
+def outbox_of(store_url: str) -> list[tuple]:
+    """Every row of a SQLite or PostgreSQL store's outbox."""
+    if store_url.startswith("sqlite:"):
+        path = store_url.removeprefix("sqlite:///")
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            return connection.execute("SELECT * FROM outbox").fetchall()
+    with psycopg.connect(store_url) as connection:
+        return connection.execute("SELECT * FROM outbox").fetchall()
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+def test_the_outbox_keeps_a_subscribers_key_never_its_password(worker_app, receiver, store_url):
+    url = f"http://user:hunter2@127.0.0.1:{receiver.port}/hooks"
+    receiver.hold()
+    client = service(worker_app, store_url, [url])
+    assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 200
+    waiting = outbox_of(store_url)
+    assert [row[2] for row in waiting] == [subscriber_key(url)]
+    assert "hunter2" not in repr(waiting)
+    receiver.release()
+    assert receiver.wait_for(lambda got: len(got) == 1, PATIENCE)
+    basic = base64.b64encode(b"user:hunter2").decode()
+    assert receiver.deliveries[0].authorization == f"Basic {basic}"
+
+
+def test_the_start_names_each_subscriber_by_its_place_origin_and_key():
+    """So that an operator can tell which URL a warning names: by its place in the list."""
+    urls = ["http://user:hunter2@127.0.0.1:9/hooks?key=k3y", "http://127.0.0.1:9/elsewhere"]
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS=TOKEN,
+            PLANTSTORE_WEBHOOK_URLS=",".join(urls),
+            PLANTSTORE_WEBHOOK_SECRET=SECRET,
+        )
+    )
+    try:
+        server.wait_for_stderr(r"URL 2 is .*\n")
+    finally:
+        _, stderr = server.stop()
+    for number, url in enumerate(urls, start=1):
+        assert (
+            f"plantstore: PLANTSTORE_WEBHOOK_URLS's URL {number} is http://127.0.0.1:9 "
+            f"(subscriber {subscriber_key(url)})"
+        ) in stderr
+    for secret in ("hunter2", "k3y", "/hooks", "/elsewhere"):
+        assert secret not in stderr
 
 
 @pytest.mark.parametrize(
@@ -450,7 +536,7 @@ def test_a_retry_waits_a_random_time_up_to_the_backoff(receiver):
     failed together (a subscriber's outage) do not all come back at once."""
     receiver.answer(500)
     wake = threading.Event()
-    store = RetriesNoted([receiver.url], wake.set)
+    store = RetriesNoted(keys([receiver.url]), wake.set)
     # The clock stands still, a second ahead: every event made now is due, each wait is
     # exactly its retry's time less `now`, and no retry comes due.
     now = time.time() + 1.0
@@ -548,7 +634,7 @@ class FlakyStore(MemoryStore):
 def flaky(running: Running, failure: Exception, url: str) -> None:
     """Run the deliverer on a flaky store instead."""
     running.deliverer.stop()
-    running.store = FlakyStore(failure, [url], running.wake.set)
+    running.store = FlakyStore(failure, keys([url]), running.wake.set)
     running.deliverer = running.start()
 
 

@@ -29,6 +29,10 @@ class Delivery:
     event: dict
     received: float
     """`time.time()` when the whole body had arrived."""
+    path: str
+    """The request's target: the URL's path and query."""
+    authorization: str | None
+    """The `Authorization` header it came with, if any."""
 
 
 class WebhookReceiver:
@@ -123,7 +127,7 @@ class WebhookReceiver:
         threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         return server
 
-    def _receive(self, body: bytes, headers: dict[str, str]) -> tuple[int, bool]:
+    def _receive(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bool]:
         """Verify and record a delivery; give the status to answer it with, and whether its
         body trickles.
 
@@ -148,7 +152,11 @@ class WebhookReceiver:
         self._closed.wait(delay)
         if 200 <= status < 300:
             with self._changed:
-                self.deliveries.append(Delivery(headers["webhook-id"], event, received))
+                self.deliveries.append(
+                    Delivery(
+                        headers["webhook-id"], event, received, path, headers.get("authorization")
+                    )
+                )
                 self._changed.notify_all()
         return status, trickle
 
@@ -178,7 +186,7 @@ class WebhookReceiver:
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 headers = {name.lower(): value for name, value in self.headers.items()}
-                status, trickle = receiver._receive(body, headers)
+                status, trickle = receiver._receive(self.path, body, headers)
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(TRICKLED_BODY) if trickle else 0))
                 self.end_headers()

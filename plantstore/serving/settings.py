@@ -22,6 +22,7 @@ from plantstore.stores import (
     open_store,
     remember_started_store,
 )
+from plantstore.webhooks.subscribers import subscriber
 
 # Read once here, in the master, so that a bad setting stops the start with one line naming it.
 # Every worker forked from it serves with these, those started after a SIGHUP or in place of one
@@ -126,6 +127,10 @@ def when_ready(server):
     A token: with none configured the service does not run open. One is written into a file
     only this user can read, the workers' PLANTSTORE_TOKENS_FILE. The log names the file, never
     the token.
+
+    The log names each webhook subscriber as its warnings will, by origin and key, beside its
+    place in PLANTSTORE_WEBHOOK_URLS: so an operator can tell which URL a warning is about,
+    though several share a host, and the log shows no path, query or password.
     """
     global _config
     _remove_stale_metrics_directories()
@@ -140,6 +145,10 @@ def when_ready(server):
             "plantstore: no token configured; this run accepts the one in %s (readable only by "
             "this user); set PLANTSTORE_TOKENS or PLANTSTORE_TOKENS_FILE to choose your own",
             path,
+        )
+    for number, url in enumerate(_config.webhook_urls, start=1):
+        server.log.info(
+            "plantstore: PLANTSTORE_WEBHOOK_URLS's URL %d is %s", number, subscriber(url).name
         )
 
 

@@ -17,7 +17,8 @@ class StoreUnavailable(Exception):
 
 class StoreUnusable(Exception):
     """The configured store can never serve as it is (its SQLite file is not a database, or
-    cannot be opened at all): unlike `StoreUnavailable`, waiting does not help, so a start stops.
+    cannot be opened at all; its PostgreSQL database is not UTF8): unlike `StoreUnavailable`,
+    waiting does not help, so a start stops.
     """
 
 
@@ -80,29 +81,32 @@ class PlantStore(Protocol):
 
 
 class Delivery(NamedTuple):
-    """One event on its way to one subscriber's URL, as a claim hands it out."""
+    """One event on its way to one subscriber, as a claim hands it out."""
 
     id: int
     webhook_id: str
-    url: str
+    #: The subscriber's key (`plantstore.webhooks.subscribers.subscriber_key`), not its URL,
+    #: which may hold a password and so is never written to the database.
+    subscriber: str
     body: bytes
     created_at: float
     attempts: int
 
 
 class Outbox(Protocol):
-    """The events a store wrote with its changes (one delivery per event and URL), until sent.
+    """The events a store wrote with its changes (one delivery per event and subscriber), until
+    sent.
 
-    A store opened with webhook URLs writes a `plant.created` event in the transaction of an
+    A store opened with subscribers writes a `plant.created` event in the transaction of an
     `add` that kept its plant, and a `plant.deleted` one in that of a `delete` that found one:
     both commit, or neither. Times are seconds since the epoch, as `time.time()` gives.
     """
 
-    def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
-        """Take up to `limit` deliveries to `url` due at `now`, for this caller alone.
+    def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
+        """Take up to `limit` deliveries to `subscriber` due at `now`, for this caller alone.
 
-        The earliest due are taken first, and handed out in id order. One URL at a time, so
-        that a subscriber that fails or answers slowly holds up only its own deliveries.
+        The earliest due are taken first, and handed out in id order. One subscriber at a
+        time, so that one that fails or answers slowly holds up only its own deliveries.
 
         They are not due again before `lease_until`: a caller that dies with them leaves them
         to whoever claims after that. Of concurrent callers, in this process or others on the
@@ -174,15 +178,15 @@ def store_kind(url: str) -> str | None:
 
 
 def open_store(
-    url: str, webhook_urls: Sequence[str] = (), on_event: Callable[[], None] | None = None
+    url: str, subscribers: Sequence[str] = (), on_event: Callable[[], None] | None = None
 ) -> PlantStore:
     """Open the store a `PLANTSTORE_STORE` URL names (checked by `plantstore.config`).
 
     A SQLite store answers only for the file the service started with, once one is remembered
     (`remember_started_store`).
 
-    With `webhook_urls`, it is an `Outbox` too, which writes an event for each of them with
-    every change, and calls `on_event` once the change and its events are committed.
+    With `subscribers` (their keys), it is an `Outbox` too, which writes an event for each of
+    them with every change, and calls `on_event` once the change and its events are committed.
 
     The SQLite and PostgreSQL modules are imported only when chosen, so the base install
     needs neither psycopg nor anything else beyond the standard library.
@@ -191,18 +195,18 @@ def open_store(
     if kind == "memory":
         from plantstore.stores.memory import MemoryStore
 
-        return MemoryStore(webhook_urls, on_event)
+        return MemoryStore(subscribers, on_event)
     if kind == "sqlite":
         from plantstore.stores.sqlite import SqliteStore
         from plantstore.stores.sqlite_file import started_file
 
         return SqliteStore(
-            url.removeprefix("sqlite:///"), webhook_urls, on_event, started_with=started_file()
+            url.removeprefix("sqlite:///"), subscribers, on_event, started_with=started_file()
         )
     if kind == "postgresql":
         from plantstore.stores.postgres import PostgresStore
 
-        return PostgresStore(url, webhook_urls, on_event)
+        return PostgresStore(url, subscribers, on_event)
     # Not the URL itself: a mistyped PostgreSQL URL may hold a password.
     raise ValueError("PLANTSTORE_STORE names no store")
 

@@ -19,23 +19,23 @@ class MemoryStore:
     Ids and plants are ints and bytes, which the garbage collector does not track, so millions
     of plants add little to collection pauses.
 
-    With webhook URLs it keeps its outbox in the same way: `_deliveries` by id, and for
-    each URL `_due`, its deliveries' ids ordered by the time each is due, so a claim costs
+    With subscribers it keeps its outbox in the same way: `_deliveries` by id, and for each
+    subscriber `_due`, its deliveries' ids ordered by the time each is due, so a claim costs
     O(log n) however many wait.
     """
 
     def __init__(
-        self, webhook_urls: Sequence[str] = (), on_event: Callable[[], None] | None = None
+        self, subscribers: Sequence[str] = (), on_event: Callable[[], None] | None = None
     ) -> None:
         self._plants: dict[int, bytes] = {}
         self._ids: SortedList[int] = SortedList()
         self._ids_by_tag: dict[str, SortedList[int]] = {}
         self._lock = threading.Lock()
-        self._webhook_urls = tuple(webhook_urls)
+        self._subscribers = tuple(subscribers)
         self._on_event = on_event
         self._deliveries: dict[int, tuple[float, Delivery]] = {}
         self._due: dict[str, SortedList[tuple[float, int]]] = {
-            url: SortedList() for url in self._webhook_urls
+            subscriber: SortedList() for subscriber in self._subscribers
         }
         self._next_id = count(1)
 
@@ -50,9 +50,9 @@ class MemoryStore:
             self._ids.add(plant_id)
             if tag is not None:
                 self._ids_by_tag.setdefault(tag, SortedList()).add(plant_id)
-            if self._webhook_urls:
+            if self._subscribers:
                 self._record(plant_created(plant_id, compact))
-        if self._webhook_urls:
+        if self._subscribers:
             self._notify()
         return kept
 
@@ -71,9 +71,9 @@ class MemoryStore:
                 ids.remove(plant_id)
                 if not ids:
                     del self._ids_by_tag[tag]
-            if self._webhook_urls:
+            if self._subscribers:
                 self._record(plant_deleted(plant_id))
-        if self._webhook_urls:
+        if self._subscribers:
             self._notify()
         return True
 
@@ -91,11 +91,11 @@ class MemoryStore:
     def close(self) -> None:
         """Nothing to let go of: the plants go with the process."""
 
-    def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
+    def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         with self._lock:
-            if url not in self._due:
+            if subscriber not in self._due:
                 return []
-            due = list(islice(self._due[url].irange(maximum=(now, float("inf"))), limit))
+            due = list(islice(self._due[subscriber].irange(maximum=(now, float("inf"))), limit))
             for _, n in due:
                 self._reschedule(n, lease_until)
             return sorted((self._deliveries[n][1] for _, n in due), key=lambda d: d.id)
@@ -109,7 +109,7 @@ class MemoryStore:
         with self._lock:
             found = self._deliveries.pop(delivery.id, None)
             if found is not None:
-                self._due[delivery.url].remove((found[0], delivery.id))
+                self._due[delivery.subscriber].remove((found[0], delivery.id))
 
     def oldest(self) -> float | None:
         with self._lock:
@@ -118,20 +118,20 @@ class MemoryStore:
             return self._deliveries[next(iter(self._deliveries))][1].created_at
 
     def _record(self, event: Event) -> None:
-        """Keep a delivery of `event` for each URL, due now; called holding the lock."""
-        for url in self._webhook_urls:
+        """Keep a delivery of `event` for each subscriber, due now; called holding the lock."""
+        for subscriber in self._subscribers:
             n = next(self._next_id)
-            delivery = Delivery(n, event.webhook_id, url, event.body, event.created_at, 0)
+            delivery = Delivery(n, event.webhook_id, subscriber, event.body, event.created_at, 0)
             self._deliveries[n] = (event.created_at, delivery)
-            self._due[url].add((event.created_at, n))
+            self._due[subscriber].add((event.created_at, n))
 
     def _reschedule(self, n: int, at: float, attempts: int = 0) -> None:
         due, delivery = self._deliveries[n]
-        self._due[delivery.url].remove((due, n))
+        self._due[delivery.subscriber].remove((due, n))
         if attempts:
             delivery = delivery._replace(attempts=delivery.attempts + attempts)
         self._deliveries[n] = (at, delivery)
-        self._due[delivery.url].add((at, n))
+        self._due[delivery.subscriber].add((at, n))
 
     def _notify(self) -> None:
         if self._on_event is not None:

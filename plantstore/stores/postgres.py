@@ -9,11 +9,12 @@ from typing import TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from plantstore.stores import Delivery, Page, StoreUnavailable, fill_page
+from plantstore.stores import Delivery, Page, StoreUnavailable, StoreUnusable, fill_page
 from plantstore.stores.deadlines import Deadlines
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
+    keys_of_urls,
     outbox_rows,
     outbox_statements,
     page_query,
@@ -44,7 +45,9 @@ RECONNECT_SECONDS = 10.0
 _T = TypeVar("_T")
 
 #: What every connection is opened with, besides the URL; 2 s is libpq's shortest timeout.
-_CONNECT = {"autocommit": True, "connect_timeout": 2}
+#: Text goes both ways in UTF-8 whatever `PGCLIENTENCODING` or the URL ask: a plant's name
+#: may hold any character.
+_CONNECT = {"autocommit": True, "connect_timeout": 2, "client_encoding": "UTF8"}
 #: Errors of a database that cannot serve now: down, unreachable, out of time or of disk, or
 #: read-only (a standby, or `default_transaction_read_only`).
 _CANNOT_SERVE = (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction)
@@ -92,8 +95,19 @@ def _create_outbox(connection: psycopg.Connection) -> None:
     connection.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (url, next_attempt_at, id)")
 
 
+def _key_subscribers(connection: psycopg.Connection) -> None:
+    """Name each delivery's subscriber by its key, not by its URL, which may hold a password.
+
+    The column is renamed to say so; its index follows.
+    """
+    urls = connection.execute("SELECT DISTINCT url FROM outbox").fetchall()
+    with connection.cursor() as cursor:
+        cursor.executemany("UPDATE outbox SET url = %s WHERE url = %s", keys_of_urls(urls))
+    connection.execute("ALTER TABLE outbox RENAME COLUMN url TO subscriber")
+
+
 #: The schema, step by step; the one row of `plantstore_schema` counts the steps taken.
-_STEPS = (_create_plants, _index_tags, _create_outbox)
+_STEPS = (_create_plants, _index_tags, _create_outbox, _key_subscribers)
 _OUTBOX = outbox_statements("%s")
 #: Leases what is due, skipping rows another claim has locked and not yet committed: without
 #: SKIP LOCKED, a claim waiting on one would lease the rows the other just leased.
@@ -135,11 +149,33 @@ def _migrate(connection: psycopg.Connection) -> None:
             )
 
 
-def _configure(connection: psycopg.Connection) -> None:
-    """Make a new pooled connection ready: the schema up to date, then its statements bounded.
+def _require_utf8(connection: psycopg.Connection) -> None:
+    """Refuse a database that cannot keep every character: one that is not UTF8.
 
-    Not before: a migration may take long, or wait long for another worker's.
+    Another encoding (SQL_ASCII, what initdb makes under the C locale; LATIN1) would take a
+    plant and fail to give it back, or refuse a name in another script: every such request
+    would be a 500. The server tells the database's encoding as the connection opens.
+
+    Raises:
+        StoreUnusable: the database's encoding is not UTF8.
     """
+    encoding = connection.info.parameter_status("server_encoding")
+    if encoding != "UTF8":
+        raise StoreUnusable(
+            f"PostgreSQL database {connection.info.dbname} has encoding {encoding}, but "
+            "plantstore needs UTF8: create the database with ENCODING 'UTF8'"
+        )
+
+
+def _configure(connection: psycopg.Connection) -> None:
+    """Make a new pooled connection ready: to a UTF8 database, with the schema up to date,
+    then its statements bounded.
+
+    Not before: a migration may take long, or wait long for another worker's. A database that
+    is not UTF8 fails the connection: the pool logs why and tries again later, and meanwhile
+    no connection comes, so requests are answered 503.
+    """
+    _require_utf8(connection)
     _migrate(connection)
     connection.execute(f"SET statement_timeout = {round(STATEMENT_SECONDS * 1000)}")
 
@@ -162,31 +198,34 @@ class PostgresStore:
     holds across processes and machines. Each statement commits on its own (autocommit), and
     with the server's default `synchronous_commit = on` a plant answered with 200 is on disk.
 
-    With webhook URLs, a change and its events commit in one transaction. A client's repeat of
+    With subscribers, a change and its events commit in one transaction. A client's repeat of
     an `add` whose commit went through, its answer lost with the connection, finds the plant
     kept, and writes no second event.
 
     Args:
         url: a libpq URL; what it leaves out comes from the usual `PG*` variables.
-        webhook_urls: where events go; with none, nothing is written to the outbox.
+        subscribers: the keys (`subscriber_key`) of the subscribers events go to; with none,
+            nothing is written to the outbox.
         on_event: called once a change and its events are committed.
 
     Raises:
         SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
+        StoreUnusable: the database is not UTF8 (it is left as it is).
     """
 
     def __init__(
         self,
         url: str,
-        webhook_urls: Sequence[str] = (),
+        subscribers: Sequence[str] = (),
         on_event: Callable[[], None] | None = None,
     ) -> None:
-        self._webhook_urls = tuple(webhook_urls)
+        self._subscribers = tuple(subscribers)
         self._on_event = on_event
-        # Migrate now when the server is up, so that a schema too new stops the worker; when it
-        # is down, the pool migrates as it connects.
+        # Migrate now when the server is up, so that a schema too new or a database not in UTF8
+        # stops the start; when it is down, the pool checks and migrates as it connects.
         self._out_of_reach = True
         with suppress(psycopg.OperationalError), psycopg.connect(url, **_CONNECT) as connection:
+            _require_utf8(connection)
             _migrate(connection)
             self._out_of_reach = False
         self._deadlines = Deadlines()
@@ -204,7 +243,7 @@ class PostgresStore:
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
         inserted, kept = self._on_a_connection(
-            partial(_add, plant_id=plant_id, plant=plant, urls=self._webhook_urls)
+            partial(_add, plant_id=plant_id, plant=plant, subscribers=self._subscribers)
         )
         if inserted:
             self._notify()
@@ -215,7 +254,7 @@ class PostgresStore:
 
     def delete(self, plant_id: int) -> bool:
         deleted = self._on_a_connection(
-            partial(_delete, plant_id=plant_id, urls=self._webhook_urls)
+            partial(_delete, plant_id=plant_id, subscribers=self._subscribers)
         )
         if deleted:
             self._notify()
@@ -233,10 +272,10 @@ class PostgresStore:
         """
         self._on_a_connection(_write_nothing, wait=READY_WAIT_SECONDS)
 
-    def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
+    def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         return self._on_a_connection(
             lambda connection: deliveries(
-                connection.execute(_CLAIM, (lease_until, url, now, limit)).fetchall()
+                connection.execute(_CLAIM, (lease_until, subscriber, now, limit)).fetchall()
             )
         )
 
@@ -261,7 +300,7 @@ class PostgresStore:
         self._deadlines.close()
 
     def _notify(self) -> None:
-        if self._webhook_urls and self._on_event is not None:
+        if self._subscribers and self._on_event is not None:
             self._on_event()
 
     def _check(self, connection: psycopg.Connection) -> None:
@@ -302,21 +341,21 @@ class PostgresStore:
 
 
 def _add(
-    connection: psycopg.Connection, plant_id: int, plant: bytes, urls: tuple[str, ...]
+    connection: psycopg.Connection, plant_id: int, plant: bytes, subscribers: tuple[str, ...]
 ) -> tuple[bool, bytes]:
     """Keep the plant unless the id is taken; tell whether it was kept, and what the id holds."""
     row = (plant_id, plant.decode(), tag_key(plant))
     # A delete may free the id between the two statements: then take it again. Each is a
     # statement of its own, so the SELECT sees what committed after the INSERT looked.
     while True:
-        with _change(connection, urls):
+        with _change(connection, subscribers):
             inserted = connection.execute(
                 "INSERT INTO plants (id, plant, tag) VALUES (%s, %s::json, %s) "
                 "ON CONFLICT (id) DO NOTHING",
                 row,
             ).rowcount
-            if inserted and urls:
-                _record(connection, plant_created(plant_id, plant), urls)
+            if inserted and subscribers:
+                _record(connection, plant_created(plant_id, plant), subscribers)
         if inserted:
             return True, plant
         kept = _get(connection, plant_id)
@@ -331,22 +370,22 @@ def _get(connection: psycopg.Connection, plant_id: int) -> bytes | None:
     return None if kept is None else kept[0].encode()
 
 
-def _delete(connection: psycopg.Connection, plant_id: int, urls: tuple[str, ...]) -> bool:
-    with _change(connection, urls):
+def _delete(connection: psycopg.Connection, plant_id: int, subscribers: tuple[str, ...]) -> bool:
+    with _change(connection, subscribers):
         deleted = connection.execute("DELETE FROM plants WHERE id = %s", (plant_id,)).rowcount > 0
-        if deleted and urls:
-            _record(connection, plant_deleted(plant_id), urls)
+        if deleted and subscribers:
+            _record(connection, plant_deleted(plant_id), subscribers)
     return deleted
 
 
-def _change(connection: psycopg.Connection, urls: tuple[str, ...]):
-    """One transaction for a change and its events when there are URLs; else autocommit."""
-    return connection.transaction() if urls else nullcontext()
+def _change(connection: psycopg.Connection, subscribers: tuple[str, ...]):
+    """One transaction for a change and its events when there are subscribers; else autocommit."""
+    return connection.transaction() if subscribers else nullcontext()
 
 
-def _record(connection: psycopg.Connection, event: Event, urls: tuple[str, ...]) -> None:
+def _record(connection: psycopg.Connection, event: Event, subscribers: tuple[str, ...]) -> None:
     with connection.cursor() as cursor:
-        cursor.executemany(_OUTBOX["record"], outbox_rows(event, urls))
+        cursor.executemany(_OUTBOX["record"], outbox_rows(event, subscribers))
 
 
 #: Rows of a page that libpq holds at a time: 16 of the largest plants the default

@@ -2,13 +2,14 @@
 and the statements of the outbox.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 import orjson
 
 from plantstore.stores import Delivery, SchemaTooNew
 from plantstore.webhooks.events import Event
+from plantstore.webhooks.subscribers import subscriber_key
 
 _Step = TypeVar("_Step")
 
@@ -58,18 +59,18 @@ def page_query(
 
 
 #: The outbox's columns, as a `Delivery` holds them.
-DELIVERY_COLUMNS = "id, webhook_id, url, body, created_at, attempts"
+DELIVERY_COLUMNS = "id, webhook_id, subscriber, body, created_at, attempts"
 
 
 def outbox_statements(marker: str) -> dict[str, str]:
     """The outbox's statements, binding with `marker`.
 
     `next_attempt_at` is when a delivery may next be claimed: when a retry is due, or when the
-    lease of a claim runs out. One column serves both, so one index (`outbox_due`: url, then
-    that time) finds what is due to a URL.
+    lease of a claim runs out. One column serves both, so one index (`outbox_due`: subscriber, then
+    that time) finds what is due to a subscriber.
     """
     return {
-        "record": "INSERT INTO outbox (webhook_id, url, body, created_at, next_attempt_at) "
+        "record": "INSERT INTO outbox (webhook_id, subscriber, body, created_at, next_attempt_at) "
         f"VALUES ({marker}, {marker}, {marker}, {marker}, {marker})",
         "retry": f"UPDATE outbox SET next_attempt_at = {marker}, attempts = attempts + 1 "
         f"WHERE id = {marker}",
@@ -78,19 +79,33 @@ def outbox_statements(marker: str) -> dict[str, str]:
     }
 
 
-def outbox_rows(event: Event, urls: Sequence[str]) -> list[tuple]:
-    """The rows of the `record` statement: a delivery of `event` to each URL, due now."""
-    return [(event.webhook_id, url, event.body, event.created_at, event.created_at) for url in urls]
+def outbox_rows(event: Event, subscribers: Sequence[str]) -> list[tuple]:
+    """The rows of the `record` statement: a delivery of `event` to each subscriber, due now."""
+    return [
+        (event.webhook_id, subscriber, event.body, event.created_at, event.created_at)
+        for subscriber in subscribers
+    ]
+
+
+def keys_of_urls(urls: Iterable[tuple[str]]) -> list[tuple[str, str]]:
+    """For the outbox's `url` column (rows of one URL each), before its schema step that names
+    subscribers by key: the values of `UPDATE outbox SET url = <key> WHERE url = <url>`.
+
+    Computed here, not by SQL: the key is `subscriber_key`, which the deliverer computes from
+    the URL it is configured with, so a delivery that waited through the upgrade finds it.
+    """
+    return [(subscriber_key(url), url) for (url,) in urls]
 
 
 def claim_statement(marker: str, skip_locked: str = "") -> str:
-    """Lease what is due to a URL: (lease_until, url, now, limit), giving `DELIVERY_COLUMNS`.
+    """Lease what is due to a subscriber: (lease_until, subscriber, now, limit), giving
+    `DELIVERY_COLUMNS`.
 
     One statement, so one transaction: the rows it picks are leased before anyone else looks.
     """
     return (
         f"UPDATE outbox SET next_attempt_at = {marker} WHERE id IN (SELECT id FROM outbox "
-        f"WHERE url = {marker} AND next_attempt_at <= {marker} "
+        f"WHERE subscriber = {marker} AND next_attempt_at <= {marker} "
         f"ORDER BY next_attempt_at, id LIMIT {marker}{skip_locked}) "
         f"RETURNING {DELIVERY_COLUMNS}"
     )

@@ -12,6 +12,7 @@ from plantstore.stores import Delivery, Page, StoreUnavailable, StoreUnusable, f
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
+    keys_of_urls,
     outbox_rows,
     outbox_statements,
     page_query,
@@ -99,14 +100,24 @@ def _create_outbox(connection: sqlite3.Connection) -> None:
     connection.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (url, next_attempt_at, id)")
 
 
+def _key_subscribers(connection: sqlite3.Connection) -> None:
+    """Name each delivery's subscriber by its key, not by its URL, which may hold a password.
+
+    The column is renamed to say so; its index follows.
+    """
+    urls = connection.execute("SELECT DISTINCT url FROM outbox").fetchall()
+    connection.executemany("UPDATE outbox SET url = ? WHERE url = ?", keys_of_urls(urls))
+    connection.execute("ALTER TABLE outbox RENAME COLUMN url TO subscriber")
+
+
 #: The schema, step by step; `PRAGMA user_version` counts the steps a database has taken.
-_STEPS = (_create_plants, _index_tags, _create_outbox)
+_STEPS = (_create_plants, _index_tags, _create_outbox, _key_subscribers)
 _OUTBOX = outbox_statements("?")
 _CLAIM = claim_statement("?")
 
 
 def _make_nothing(make: Callable[..., Event], *args: object) -> None:
-    """Record no event: the store has no webhook URLs."""
+    """Record no event: the store has no subscribers."""
 
 
 _NO_EVENTS = nullcontext(_make_nothing)
@@ -121,12 +132,13 @@ class SqliteStore:
     It answers only for the file it opened, or for `started_with`, and refuses every call once
     the path names another (plantstore/stores/sqlite_file.py).
 
-    With webhook URLs, a change and its events are one transaction, taken with the write
+    With subscribers, a change and its events are one transaction, taken with the write
     lock (`BEGIN IMMEDIATE`) so that it never fails half-way for a lock another process holds.
 
     Args:
         path: the database file; made, with its table, on first start.
-        webhook_urls: where events go; with none, nothing is written to the outbox.
+        subscribers: the keys (`subscriber_key`) of the subscribers events go to; with none,
+            nothing is written to the outbox.
         on_event: called once a change and its events are committed.
         busy_timeout: seconds a write waits for another process's write before giving up.
         started_with: the file (device, inode) the service started with: another one at the path
@@ -141,13 +153,13 @@ class SqliteStore:
     def __init__(
         self,
         path: str,
-        webhook_urls: Sequence[str] = (),
+        subscribers: Sequence[str] = (),
         on_event: Callable[[], None] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_SECONDS,
         started_with: FileIdentity | None = None,
     ) -> None:
         self._path = path
-        self._webhook_urls = tuple(webhook_urls)
+        self._subscribers = tuple(subscribers)
         self._on_event = on_event
         self._busy_timeout = busy_timeout
         self._local = threading.local()
@@ -263,10 +275,10 @@ class SqliteStore:
         finally:
             connection.close()
 
-    def claim(self, url: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
+    def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         """Lease what is due in one statement, which is one transaction under the write lock."""
         with self._served():
-            rows = self._connection().execute(_CLAIM, (lease_until, url, now, limit))
+            rows = self._connection().execute(_CLAIM, (lease_until, subscriber, now, limit))
             return deliveries(rows.fetchall())
 
     def retry(self, delivery: Delivery, at: float) -> None:
@@ -311,13 +323,13 @@ class SqliteStore:
     def _change(
         self, connection: sqlite3.Connection
     ) -> AbstractContextManager[Callable[..., None]]:
-        """Make a change and the events it records one transaction, when there are URLs.
+        """Make a change and the events it records one transaction, when there are subscribers.
 
         Gives `record(make, *args)`, which records the event `make(*args)` makes; `on_event`
-        hears of it after the commit. Without URLs no event is made and the change is a
+        hears of it after the commit. Without subscribers no event is made and the change is a
         statement of its own, as before webhooks, at the cost of a `nullcontext`.
         """
-        if not self._webhook_urls:
+        if not self._subscribers:
             return _NO_EVENTS
         return self._transaction(connection)
 
@@ -328,7 +340,7 @@ class SqliteStore:
         with connection:
             yield lambda make, *args: recorded.append(make(*args))
             for event in recorded:
-                connection.executemany(_OUTBOX["record"], outbox_rows(event, self._webhook_urls))
+                connection.executemany(_OUTBOX["record"], outbox_rows(event, self._subscribers))
         if recorded and self._on_event is not None:
             self._on_event()
 

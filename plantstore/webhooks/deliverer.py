@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
 
 import urllib3
 from standardwebhooks import Webhook
@@ -26,6 +25,7 @@ from plantstore.operations.metrics import (
     WEBHOOK_EVENTS_SENT,
 )
 from plantstore.stores import Delivery, Outbox, StoreUnavailable
+from plantstore.webhooks.subscribers import Subscriber, subscriber
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +61,9 @@ class Deliverer:
     """Sends the outbox's deliveries, retrying with exponential backoff until a time bound.
 
     Args:
-        outbox: where the events are, written by the store with the changes.
-        urls: the subscribers' URLs, as the store was opened with them.
+        outbox: where the events are, written by the store with the changes, for the
+            subscribers' keys (`subscriber_key`).
+        urls: the subscribers' URLs, as configured: credentials included.
         wake: set after a commit that wrote events, so they go at once.
         webhook: signs each attempt (Standard Webhooks).
         timeout: seconds an attempt gets to connect, and to be answered (see `_attempt`).
@@ -90,17 +91,16 @@ class Deliverer:
         self._give_up_after = give_up_after
         self._clock = clock
         self._jitter = jitter
-        self._urls = tuple(urls)
         self._stopping = threading.Event()
         #: Set when a sender is done with a delivery.
         self._sender_freed = threading.Event()
         self._unavailable = False
-        self._lanes = [_Lane(url) for url in self._urls]
+        self._lanes = [_Lane(subscriber(url)) for url in urls]
         self._lock = threading.Lock()
         # Keep-alive per subscriber's host, a connection for each sender: URLs on one host
         # share its pool, which then holds one for each of their senders.
         self._http = urllib3.PoolManager(
-            num_pools=max(10, len(self._urls)), maxsize=SENDERS * max(1, len(self._urls))
+            num_pools=max(10, len(self._lanes)), maxsize=SENDERS * max(1, len(self._lanes))
         )
         # Daemon threads: a process that exits without `stop` (SIGKILL aside) must not hang
         # on them; what they had claimed is due again when its lease runs out.
@@ -156,7 +156,7 @@ class Deliverer:
             for lane in self._lanes:
                 with self._lock:
                     idle = lane.idle
-                claimed = self._claim(lane.url, idle) if idle else []
+                claimed = self._claim(lane.subscriber.key, idle) if idle else []
                 with self._lock:
                     lane.idle -= len(claimed)
                     idle_anywhere |= lane.idle > 0
@@ -166,7 +166,7 @@ class Deliverer:
             if not more:
                 (self._wake if idle_anywhere else self._sender_freed).wait(POLL_SECONDS)
 
-    def _claim(self, url: str, limit: int) -> list[Delivery]:
+    def _claim(self, key: str, limit: int) -> list[Delivery]:
         """Claim what is due; while the store cannot serve, nothing (said once in the log).
 
         Any other failure is said once too, with its traceback, and the thread goes on: it
@@ -174,7 +174,7 @@ class Deliverer:
         """
         now = self._clock()
         try:
-            claimed = self._outbox.claim(url, now, now + self._lease, limit)
+            claimed = self._outbox.claim(key, now, now + self._lease, limit)
         except StoreUnavailable as ex:
             if not self._unavailable:
                 logger.warning("webhooks: the outbox cannot be read now: %s", ex)
@@ -193,7 +193,7 @@ class Deliverer:
     def _send_loop(self, lane: "_Lane") -> None:
         while (delivery := lane.queue.get()) is not None:
             try:
-                self._deliver(delivery)
+                self._deliver(lane.subscriber, delivery)
             except StoreUnavailable as ex:
                 # Its claim runs out, and it is due again.
                 logger.warning(
@@ -207,9 +207,9 @@ class Deliverer:
                 self._sender_freed.set()
                 self._wake.set()
 
-    def _deliver(self, delivery: Delivery) -> None:
+    def _deliver(self, subscriber: Subscriber, delivery: Delivery) -> None:
         """Attempt the delivery, and record its outcome in the outbox, then in the metrics."""
-        failure = self._attempt(delivery)
+        failure = self._attempt(subscriber, delivery)
         if failure is None:
             self._outbox.forget(delivery)
             WEBHOOK_EVENTS_SENT.inc()
@@ -222,7 +222,7 @@ class Deliverer:
             logger.error(
                 "webhooks: gave up %s to %s after %d attempts in %.0f s: %s",
                 delivery.webhook_id,
-                origin(delivery.url),
+                subscriber.name,
                 attempts,
                 now - delivery.created_at,
                 failure,
@@ -235,15 +235,16 @@ class Deliverer:
         logger.warning(
             "webhooks: %s to %s failed (%s), attempt %d; next in %.1f s",
             delivery.webhook_id,
-            origin(delivery.url),
+            subscriber.name,
             failure,
             attempts,
             at - now,
         )
         WEBHOOK_EVENTS_FAILED.inc()
 
-    def _attempt(self, delivery: Delivery) -> str | None:
-        """Post the delivery once, signed now; None when acknowledged (2xx), else why not.
+    def _attempt(self, subscriber: Subscriber, delivery: Delivery) -> str | None:
+        """Post the delivery once to its subscriber, signed now; None when acknowledged (2xx),
+        else why not.
 
         urllib3's timeout bounds connecting, and each read of the answer's status line and
         headers, to the attempt's `timeout`: a subscriber that never connects, or connects and
@@ -256,11 +257,12 @@ class Deliverer:
         each byte within the timeout, hold the attempt (and a sender) for as long as they
         come. Its claim then runs out and the delivery may be sent again: at least once.
 
-        Why not never holds an exception's message, which may hold the URL's credentials.
+        Why not never holds an exception's message, which may hold the URL.
         """
         deadline = time.monotonic() + self._timeout
         now = self._clock()
         headers = {
+            **subscriber.headers,
             "Content-Type": "application/json",
             "webhook-id": delivery.webhook_id,
             "webhook-timestamp": str(int(now)),
@@ -274,7 +276,7 @@ class Deliverer:
             # the body is read, if at all, only to keep the connection.
             response = self._http.request(
                 "POST",
-                delivery.url,
+                subscriber.url,
                 body=delivery.body,
                 headers=headers,
                 timeout=urllib3.Timeout(connect=self._timeout, read=self._timeout),
@@ -311,16 +313,9 @@ def _let_go(response: urllib3.BaseHTTPResponse, deadline: float) -> None:
 
 
 class _Lane:
-    """One subscriber's URL, the queue of its senders and how many of them are idle."""
+    """One subscriber, the queue of its senders and how many of them are idle."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
+    def __init__(self, subscriber: Subscriber) -> None:
+        self.subscriber = subscriber
         self.queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
         self.idle = SENDERS
-
-
-def origin(url: str) -> str:
-    """The scheme, host and port of `url`: never its user, password, path or query."""
-    parts = urlsplit(url)
-    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
-    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
