@@ -42,16 +42,15 @@ DATE_FORMAT = "[%Y-%m-%d %H:%M:%S %z]"
 _falcon_log = logging.getLogger("falcon")
 
 #: What a client may put in a logged field that a line of text must not carry as it is: a
-#: control character (CR and LF forge a line, ESC drives a terminal), and the backslash that
-#: escapes them.
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
+#: control character (CR and LF forge a line, ESC drives a terminal), and the `\\` and `"` that
+#: escape and delimit.
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f-\x9f\\"]')
+_ESCAPES = {"\\": "\\\\", '"': '\\"'}
 
 
 def escaped(text: str) -> str:
-    """`text` with each control character written as `\\xNN`, and `\\` as `\\\\`."""
-    return _UNSAFE.sub(
-        lambda found: f"\\x{ord(found[0]):02x}" if found[0] != "\\" else "\\\\", text
-    )
+    """`text` with each control character written as `\\xNN`, `\\` as `\\\\` and `"` as `\\"`."""
+    return _UNSAFE.sub(lambda found: _ESCAPES.get(found[0]) or f"\\x{ord(found[0]):02x}", text)
 
 
 class RequestIdFilter(logging.Filter):
@@ -152,20 +151,18 @@ class JsonAccessFormatter(logging.Formatter):
         )
 
 
-class EscapedAtoms(glogging.SafeAtoms):
+class EscapedAtoms(dict):
     """gunicorn's atoms for the text access log, every control character in them escaped.
 
-    gunicorn escapes `"` alone, and the path it logs is decoded: `/x%0D%0A...` would write a
-    line of the client's making into the log.
+    gunicorn's own wrapper escapes `"` alone, and the path it logs is decoded: `/x%0D%0A...`
+    would write a line of the client's making into the log. Looked up as gunicorn's wrapper
+    does (a header's atom in any case, `-` for what is missing), and escaped as the format reads
+    them: gunicorn makes an atom of every header, of which the format uses a few.
     """
 
-    def __init__(self, atoms: dict) -> None:
-        super().__init__(
-            {
-                name: escaped(value) if isinstance(value, str) else value
-                for name, value in atoms.items()
-            }
-        )
+    def __getitem__(self, name: str):
+        value = self.get(name.lower() if name.startswith("{") else name, "-")
+        return escaped(value) if isinstance(value, str) else value
 
 
 class Logger(glogging.Logger):
