@@ -49,7 +49,10 @@ class MemoryStore:
                 return kept
             self._ids.add(plant_id)
             if tag is not None:
-                self._ids_by_tag.setdefault(tag, SortedList()).add(plant_id)
+                ids = self._ids_by_tag.get(tag)
+                if ids is None:  # not setdefault: that would make a list at every add
+                    ids = self._ids_by_tag[tag] = SortedList()
+                ids.add(plant_id)
             if self._subscribers:
                 self._record(plant_created(plant_id, compact))
         if self._subscribers:
