@@ -490,6 +490,23 @@ def test_sighup_replaces_the_workers_which_read_the_tokens_file_and_start_empty(
     assert stderr.count("starts with an empty memory store") == 1
 
 
+def replace_file(path: Path, content: str) -> None:
+    """Write a new file and rename it over `path`, as a token is best rotated."""
+    written = path.with_name(f"{path.name}.new")
+    written.write_text(content)
+    written.replace(path)
+
+
+def wait_for_status(server: GunicornServer, path: str, headers: dict, status: int) -> None:
+    """Ask until `path` answers `status`: a worker looks at the tokens file at most once a
+    second, when a request needs a token. At a gentle pace: the access log goes to a pipe this
+    test reads only at the end."""
+    deadline = time.monotonic() + 30
+    while server.request("GET", path, headers=headers)[0] != status:
+        assert time.monotonic() < deadline, f"{path} never answered {status}"
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
 def test_a_rewritten_tokens_file_is_taken_without_a_signal_and_the_workers_serve_on(tmp_path):
     """No SIGHUP: the worker serving reads the file again, and keeps its memory store's plants."""
@@ -499,16 +516,8 @@ def test_a_rewritten_tokens_file_is_taken_without_a_signal_and_the_workers_serve
         plant = json.dumps({"id": 1, "name": "fern"})
         assert server.request("POST", "/plants", plant, OLD_TOKEN)[0] == 200
         workers = server.worker_pids()
-        written = tmp_path / "tokens.new"
-        written.write_text("new-token\n")
-        written.replace(tokens_file)
-
-        # Each worker looks at the file at most once a second, when a request needs a token.
-        # Asked at a gentle pace: the access log goes to a pipe this test reads only at the end.
-        deadline = time.monotonic() + 30
-        while server.request("GET", "/plants/1", headers=new)[0] != 200:
-            assert time.monotonic() < deadline, "the new token was never accepted"
-            time.sleep(0.05)
+        replace_file(tokens_file, "new-token\n")
+        wait_for_status(server, "/plants/1", new, 200)
         assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 401
         assert server.worker_pids() == workers
     finally:
@@ -537,13 +546,8 @@ def test_a_worker_started_while_the_tokens_file_is_bad_serves_and_says_why_in_on
         assert server.request("GET", "/healthz")[0] == 200
         assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 401
 
-        written = tmp_path / "tokens.new"
-        written.write_text("old-token\n")
-        written.replace(tokens_file)
-        deadline = time.monotonic() + 30
-        while server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] != 404:
-            assert time.monotonic() < deadline, "the good file was never taken"
-            time.sleep(0.05)
+        replace_file(tokens_file, "old-token\n")
+        wait_for_status(server, "/plants/1", OLD_TOKEN, 404)
     finally:
         _, stderr = server.stop()
     why = (
