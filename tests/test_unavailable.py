@@ -26,6 +26,7 @@ from psycopg import sql
 
 from plantstore.app import create_app
 from plantstore.operations import health
+from plantstore.operations.health import READY_ANSWER_SECONDS
 from plantstore.stores import StoreUnavailable, open_store, remember_started_store, sqlite_file
 from plantstore.stores.gate import STALLED_SECONDS, GatedStore
 from plantstore.stores.postgres import (
@@ -34,7 +35,7 @@ from plantstore.stores.postgres import (
     STATEMENT_SECONDS,
     PostgresStore,
 )
-from plantstore.stores.sqlite import BUSY_TIMEOUT_SECONDS, SqliteStore
+from plantstore.stores.sqlite import BUSY_TIMEOUT_SECONDS, WROTE_RECENTLY_SECONDS, SqliteStore
 from tests.concurrency import at_once
 from tests.conftest import TOKEN
 from tests.gunicorn_server import GunicornServer, server_environ
@@ -692,7 +693,8 @@ def writers_meet(server, halt, seconds=8):
     the database stop serving, and probe /healthz and /readyz every 0.1 s for `seconds`.
 
     Gives every POST's (answer, seconds), the ids answered 200, and each probe's (answer,
-    seconds) by path. The writers are done, and `halt` left, when it returns.
+    seconds, seconds since the halt began) by path. The writers are done, and `halt` left, when
+    it returns.
     """
     stop, kept_one = threading.Event(), threading.Event()
     posts, acknowledged = [], []
@@ -714,10 +716,11 @@ def writers_meet(server, halt, seconds=8):
         try:
             assert kept_one.wait(30)
             with halt:
-                deadline = time.monotonic() + seconds
-                while time.monotonic() < deadline:
+                halted = time.monotonic()
+                while time.monotonic() < halted + seconds:
                     for path, answers in probes.items():
-                        answers.append(timed(server.request, "GET", path))
+                        sent = time.monotonic() - halted
+                        answers.append((*timed(server.request, "GET", path), sent))
                     stop.wait(0.1)
                 stop.set()
                 for writer in running:
@@ -755,19 +758,23 @@ def served_again(server, seconds=60):
     return False
 
 
-def assert_bounded(posts, probes, store_bound, note_figure, what):
+def assert_bounded(posts, probes, store_bound, note_figure, what, ready_lag=READY_ANSWER_SECONDS):
     """Writers' POSTs answered 200, then 503, each within `store_bound` in the store after at
-    most `STALLED_SECONDS` waiting for a slot; /healthz always 200 and prompt, /readyz always
-    503 within a second."""
+    most `STALLED_SECONDS` waiting for a slot; /healthz always 200 and prompt; /readyz within a
+    second, and 503 once `ready_lag` has passed since the halt (a worker answers probes as it
+    found the store at most `READY_ANSWER_SECONDS` ago)."""
+    readyz = probes["/readyz"]
+    lagging = [(answer, seconds) for answer, seconds, sent in readyz if sent < ready_lag]
     for path, answers, statuses, bound in [
         ("POST /plants", posts, {200, 503}, STALLED_SECONDS + store_bound + SLACK),
-        ("/healthz", probes["/healthz"], {200}, PROMPTLY),
-        ("/readyz", probes["/readyz"], {503}, 1 + SLACK),
+        ("/healthz", [probe[:2] for probe in probes["/healthz"]], {200}, PROMPTLY),
+        ("/readyz", [probe[:2] for probe in readyz[len(lagging) :]], {503}, 1 + SLACK),
     ]:
         assert {answer[0] for answer, _ in answers} == statuses
         slowest = max(seconds for _, seconds in answers)
         note_figure(f"{what}: {len(answers)} {path}, slowest {slowest:.2f} s")
         assert slowest < bound
+    assert all(seconds < 1 + SLACK for _, seconds in lagging)
 
 
 @pytest.mark.slow
@@ -799,4 +806,6 @@ def test_writers_meeting_a_locked_sqlite_database_hold_no_thread_past_the_bound(
     kept = {plant_id for (plant_id,) in sqlite3.connect(path).execute("SELECT id FROM plants")}
     assert set(acknowledged) <= kept
     what = "SQLite locked for 8 s under 20 writers"
-    assert_bounded(posts, probes, BUSY_TIMEOUT_SECONDS, note_figure, what)
+    # A lock not had in time is no trouble while writes went through within the last second.
+    lag = READY_ANSWER_SECONDS + WROTE_RECENTLY_SECONDS
+    assert_bounded(posts, probes, BUSY_TIMEOUT_SECONDS, note_figure, what, ready_lag=lag)
