@@ -42,7 +42,7 @@ class Tokens:
         clock: Callable[[], float] = time.monotonic,
         interval: float = CHECK_INTERVAL,
     ) -> None:
-        self._listed = tuple(token.encode() for token in listed)
+        self._listed = _encoded(listed)
         self._path = path
         self._clock = clock
         self._interval = interval

@@ -78,7 +78,7 @@ class Plant:
 
     def on_get(self, req, resp, plant_id):
         """Answer the plant, byte for byte what its create answered."""
-        plant_id = _PLANT_ID.load({"id": plant_id})["id"]
+        plant_id = _load_plant_id(plant_id)
         plant = self._store.get(plant_id)
         if plant is None:
             raise _not_found(plant_id)
@@ -88,10 +88,15 @@ class Plant:
 
     def on_delete(self, req, resp, plant_id):
         """Forget the plant; its id is free again."""
-        plant_id = _PLANT_ID.load({"id": plant_id})["id"]
+        plant_id = _load_plant_id(plant_id)
         if not self._store.delete(plant_id):
             raise _not_found(plant_id)
         resp.status = falcon.HTTP_204
+
+
+def _load_plant_id(text: str) -> int:
+    """The `{id}` of the path, as `PlantIdSchema` reads it; a bad one is its 400 naming `id`."""
+    return _PLANT_ID.load({"id": text})["id"]
 
 
 def _not_found(plant_id: int) -> falcon.HTTPNotFound:

@@ -145,9 +145,9 @@ class RequestMetrics:
         # Every 503 the app answers is a store that could not serve.
         if status == "503":
             STORE_UNAVAILABLE.labels(route).inc()
-        elif (route, method, status) == ("/plants", "POST", "200"):
+        elif labels == ("/plants", "POST", "200"):
             PLANTS_CREATED.inc()
-        elif (route, method, status) == ("/plants/{plant_id}", "DELETE", "204"):
+        elif labels == ("/plants/{plant_id}", "DELETE", "204"):
             PLANTS_DELETED.inc()
 
 
