@@ -15,8 +15,8 @@ from tests.gunicorn_server import run_to_exit
 SHOP = "https://shop.example"
 DEV = "http://localhost:5173"
 STRANGER = "https://stranger.example"
-EXPOSED = "Link, X-Request-ID, Retry-After"
-ALLOWED_HEADERS = "Authorization, Content-Type, X-Request-ID"
+EXPOSED = "Link, X-Request-ID, Retry-After, ETag, Location"
+ALLOWED_HEADERS = "Authorization, Content-Type, X-Request-ID, If-Match, If-None-Match"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -57,7 +57,8 @@ def preflight(client, path, origin, method="POST", headers="authorization,conten
     ("path", "method", "methods"),
     [
         ("/plants", "POST", "GET, HEAD, OPTIONS, POST"),
-        ("/plants/7", "DELETE", "DELETE, GET, HEAD, OPTIONS"),
+        ("/plants/7", "DELETE", "DELETE, GET, HEAD, OPTIONS, PUT"),
+        ("/plants/7", "PUT", "DELETE, GET, HEAD, OPTIONS, PUT"),
     ],
 )
 def test_a_preflight_from_a_listed_origin_is_allowed_without_a_token(

@@ -93,9 +93,10 @@ def response(document, answer: dict) -> dict:
         ("/plants", "post", {200, 400, 401, 409, 413, 415, 503}),
         ("/plants", "get", {200, 400, 401, 503}),
         ("/plants", "head", {200, 400, 401, 503}),
-        ("/plants/{id}", "get", {200, 400, 401, 404, 503}),
-        ("/plants/{id}", "head", {200, 400, 401, 404, 503}),
-        ("/plants/{id}", "delete", {204, 400, 401, 404, 503}),
+        ("/plants/{id}", "get", {200, 304, 400, 401, 404, 412, 503}),
+        ("/plants/{id}", "head", {200, 304, 400, 401, 404, 412, 503}),
+        ("/plants/{id}", "put", {200, 201, 400, 401, 412, 413, 415, 503}),
+        ("/plants/{id}", "delete", {204, 400, 401, 404, 412, 503}),
         ("/readyz", "get", {200, 503}),
         ("/healthz", "head", {200}),
     ],
@@ -150,17 +151,43 @@ def test_every_operation_has_an_operation_id_of_its_own(document):
     assert {"addPlant", "listPlants", "getPlant", "deletePlant"} <= set(ids)
 
 
-def test_a_created_plant_links_to_its_get_and_delete(document):
+def test_a_created_plant_links_to_its_get_update_and_delete(document):
     links = document["paths"]["/plants"]["post"]["responses"]["200"]["links"]
     targets = {link["operationId"]: link["parameters"] for link in links.values()}
     assert targets == {
         "getPlant": {"id": "$request.body#/id"},
+        "updatePlant": {"id": "$request.body#/id", "header.If-Match": "$response.header.ETag"},
         "deletePlant": {"id": "$request.body#/id"},
     }
 
 
+def test_a_read_plant_links_to_its_update_with_the_etag_it_was_read_with(document):
+    links = document["paths"]["/plants/{id}"]["get"]["responses"]["200"]["links"]
+    assert {link["operationId"]: link["parameters"] for link in links.values()} == {
+        "updatePlant": {"id": "$request.path.id", "header.If-Match": "$response.header.ETag"}
+    }
+
+
+@pytest.mark.parametrize("method", ["get", "head", "put", "delete"])
+def test_a_plant_s_operations_take_its_conditions_and_answer_its_etag(document, method):
+    operation = document["paths"]["/plants/{id}"][method]
+    refs = [parameter["$ref"] for parameter in operation["parameters"] if "$ref" in parameter]
+    conditions = [document["components"]["parameters"][ref.rsplit("/", 1)[1]] for ref in refs]
+    assert [(c["in"], c["name"], c.get("required", False)) for c in conditions] == [
+        ("header", "If-Match", False),
+        ("header", "If-None-Match", False),
+    ]
+    for status, answer in operation["responses"].items():
+        if status in ("200", "201", "304"):
+            assert answer["headers"]["ETag"] == {"$ref": "#/components/headers/ETag"}
+    if method == "put":
+        assert "Location" in operation["responses"]["201"]["headers"]
+        body = operation["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": "#/components/schemas/Plant"}
+
+
 def test_the_parameters_are_the_schemas(document):
-    (plant_id,) = document["paths"]["/plants/{id}"]["delete"]["parameters"]
+    plant_id, *_ = document["paths"]["/plants/{id}"]["delete"]["parameters"]
     assert plant_id["in"] == "path"
     assert plant_id["name"] == "id"
     assert plant_id["schema"] == document["components"]["schemas"]["NewPlant"]["properties"]["id"]
@@ -238,8 +265,9 @@ def test_readyz_is_described_without_security_and_with_its_503(document):
 
 def test_the_events_are_declared_as_webhooks(document):
     webhooks = document["webhooks"]
-    assert set(webhooks) == {"plantCreated", "plantDeleted"}
-    for name, schema in (("plantCreated", "PlantCreated"), ("plantDeleted", "PlantDeleted")):
+    assert set(webhooks) == {"plantCreated", "plantUpdated", "plantDeleted"}
+    for name in webhooks:
+        schema = name[0].upper() + name[1:]
         post = webhooks[name]["post"]
         assert post["operationId"] == name
         assert post["requestBody"]["content"]["application/json"]["schema"] == {
@@ -259,7 +287,11 @@ def test_the_events_are_declared_as_webhooks(document):
     assert schemas["PlantCreated"]["properties"]["data"] == {
         "$ref": "#/components/schemas/NewPlant"
     }
+    assert schemas["PlantUpdated"]["properties"]["data"] == {
+        "$ref": "#/components/schemas/NewPlant"
+    }
     assert schemas["PlantCreated"]["properties"]["type"]["enum"] == ["plant.created"]
+    assert schemas["PlantUpdated"]["properties"]["type"]["enum"] == ["plant.updated"]
     assert schemas["PlantDeleted"]["properties"]["type"]["enum"] == ["plant.deleted"]
     assert schemas["DeletedPlant"]["properties"]["id"] == schemas["NewPlant"]["properties"]["id"]
 

@@ -266,7 +266,7 @@ def test_postgresql_repeating_an_add_whose_commit_went_through_writes_no_second_
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         assert postgres._add(connection, 1, FERN, SUBSCRIBERS) == (True, FERN)
         assert postgres._add(connection, 1, FERN, SUBSCRIBERS) == (False, FERN)
-        assert postgres._delete(connection, 1, SUBSCRIBERS) is True
-        assert postgres._delete(connection, 1, SUBSCRIBERS) is False
+        assert postgres._delete(connection, 1, None, SUBSCRIBERS) is True
+        assert postgres._delete(connection, 1, None, SUBSCRIBERS) is False
         events = connection.execute("SELECT DISTINCT webhook_id FROM outbox").fetchall()
     assert len(events) == 2

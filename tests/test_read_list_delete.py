@@ -320,4 +320,4 @@ def test_every_new_operation_needs_the_token(anonymous, client, method, path):
 def test_a_plant_path_does_not_take_post(client):
     result = client.simulate_post("/plants/1", json={"id": 1, "name": "fern"})
     assert_error(result, 405)
-    assert set(result.headers["allow"].split(", ")) == {"GET", "HEAD", "DELETE", "OPTIONS"}
+    assert set(result.headers["allow"].split(", ")) == {"GET", "HEAD", "DELETE", "OPTIONS", "PUT"}

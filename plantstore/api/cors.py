@@ -4,13 +4,14 @@ from collections.abc import Iterable
 
 import falcon
 
-#: Request headers a page may send beyond the safelisted ones: its token, the body's type, and
-#: its own request id to find its requests in the log by.
-ALLOW_HEADERS = "Authorization, Content-Type, X-Request-ID"
+#: Request headers a page may send beyond the safelisted ones: its token, the body's type, its
+#: own request id to find its requests in the log by, and the conditions of a change or a read.
+ALLOW_HEADERS = "Authorization, Content-Type, X-Request-ID, If-Match, If-None-Match"
 
 #: Answer headers a page may read beyond the safelisted ones: the next page of a list, the
-#: request id to quote, and when to try again after a 503.
-EXPOSE_HEADERS = ("Link", "X-Request-ID", "Retry-After")
+#: request id to quote, when to try again after a 503, a plant's validator, and where a plant
+#: made by `PUT` is.
+EXPOSE_HEADERS = ("Link", "X-Request-ID", "Retry-After", "ETag", "Location")
 
 
 class Cors(falcon.CORSMiddleware):

@@ -18,6 +18,7 @@ from plantstore.api.schemas import (
     PlantDeletedSchema,
     PlantIdSchema,
     PlantSchema,
+    PlantUpdatedSchema,
     StoredPlantSchema,
 )
 
@@ -27,6 +28,8 @@ ERRORS = {
     401: "No bearer token, or one that is not accepted.",
     404: "No plant has this id.",
     409: "A plant with this id exists with other content; it is unchanged.",
+    412: "The plant is not as `If-Match` or `If-None-Match` requires: another client changed "
+    "it, deleted it, or made it first. Nothing was changed; read it again to see it as it is.",
     413: "The body is larger than the service accepts.",
     414: "The request line (path and query) is longer than `GUNICORN_LIMIT_REQUEST_LINE`.",
     415: "The body is not JSON in UTF-8: Content-Type must be application/json (in any case), "
@@ -53,6 +56,14 @@ HEADERS = {
         "description": 'The challenge, e.g. `Bearer realm="plantstore"`.',
         **_STRING,
     },
+    "ETag": {
+        "description": "The plant's strong validator, a quoted digest of it as stored: it "
+        "changes whenever the plant does, and is the same from every server for the same "
+        "plant. Send it back in `If-Match` to change the plant only as read, or in "
+        "`If-None-Match` to read it only once it changed.",
+        **_STRING,
+    },
+    "Location": {"description": "The path of the plant this request created.", **_STRING},
     "Link": {
         "description": "The next page, when this one is full (`limit` plants, or 1 MiB of "
         'them): `</plants?after=…>; rel="next"` (RFC 8288), a path that keeps the other '
@@ -72,13 +83,29 @@ WEBHOOK_HEADERS = {
     "{body}` under the secret (`PLANTSTORE_WEBHOOK_SECRET`), as Standard Webhooks signs it.",
 }
 
+#: The conditions a request may put on the plant it reads or changes (RFC 9110 §13.1), each
+#: described once as a parameter.
+CONDITIONS = {
+    "If-Match": "Do it only if the plant's current `ETag` is one of these (`*`: only if the "
+    "plant exists); else 412 and nothing changes. Weak tags (`W/`) never match.",
+    "If-None-Match": "Do it only if the plant's current `ETag` is none of these (`*`: only if "
+    "there is no plant, which makes a `PUT` create-only); else a read answers 304 and a change "
+    "412.",
+}
+
 #: The events, by the name the document gives each under `webhooks`.
 WEBHOOKS = {
     "plantCreated": (
         "PlantCreated",
         "A plant was kept",
         "Sent for each `POST /plants` that kept a new plant (not for an identical repeat, "
-        "nor a 409); `data` is the `NewPlant`.",
+        "nor a 409), and each `PUT /plants/{id}` that made one; `data` is the `NewPlant`.",
+    ),
+    "plantUpdated": (
+        "PlantUpdated",
+        "A plant was replaced",
+        "Sent for each `PUT /plants/{id}` that replaced a plant with another (not for one "
+        "that stored the same plant again); `data` is the plant as it now is, with its id.",
     ),
     "plantDeleted": (
         "PlantDeleted",
@@ -199,11 +226,14 @@ def _spec_with_components() -> APISpec:
     spec.components.schema("Error", schema=ErrorSchema)
     spec.components.schema("DeletedPlant", schema=DeletedPlantSchema)
     spec.components.schema("PlantCreated", schema=PlantCreatedSchema)
+    spec.components.schema("PlantUpdated", schema=PlantUpdatedSchema)
     spec.components.schema("PlantDeleted", schema=PlantDeletedSchema)
     for name, description in WEBHOOK_HEADERS.items():
         spec.components.parameter(
             name, "header", {"required": True, "description": description, **_STRING}
         )
+    for name, description in CONDITIONS.items():
+        spec.components.parameter(name, "header", {"description": description, **_STRING})
     for name, header in HEADERS.items():
         spec.components.header(name, header)
     for status in ERRORS:
@@ -213,19 +243,29 @@ def _spec_with_components() -> APISpec:
 
 def _describe_plants(spec: APISpec) -> None:
     """`/plants` and `/plants/{id}`: the plant's whole life."""
-    # Generated clients and stateful fuzzers follow these from a created plant to its own path.
-    created = {"id": "$request.body#/id"}
-    links = {
-        "getPlant": {"operationId": "getPlant", "parameters": created},
-        "deletePlant": {"operationId": "deletePlant", "parameters": created},
-    }
+    # Generated clients and stateful fuzzers follow these from a plant's create, or its read,
+    # to its own path; a change carries the `ETag` it was read with.
+    created, read = {"id": "$request.body#/id"}, {"id": "$request.path.id"}
+    as_read = {"header.If-Match": "$response.header.ETag"}
     spec.path(
         path="/plants",
         operations={
             "post": _operation(
                 "addPlant",
                 "Create a plant",
-                {200: {**_answer("The plant as stored.", "Plant"), "links": links}},
+                {
+                    200: {
+                        **_answer("The plant as stored.", "Plant", "ETag"),
+                        "links": {
+                            "getPlant": {"operationId": "getPlant", "parameters": created},
+                            "updatePlant": {
+                                "operationId": "updatePlant",
+                                "parameters": {**created, **as_read},
+                            },
+                            "deletePlant": {"operationId": "deletePlant", "parameters": created},
+                        },
+                    }
+                },
                 (400, 409, 413, 415),
                 description="An identical repeat of a stored plant answers 200 again.",
                 requestBody={
@@ -253,6 +293,7 @@ def _describe_plants(spec: APISpec) -> None:
         },
     )
     plant_id = [{"in": "path", "schema": PlantIdSchema}]
+    conditional = [*plant_id, *CONDITIONS]
     spec.path(
         path="/plants/{id}",
         operations={
@@ -260,17 +301,55 @@ def _describe_plants(spec: APISpec) -> None:
                 _operation(
                     "getPlant",
                     "Read a plant",
-                    {200: _answer("The plant, as its create answered it.", "Plant")},
-                    (400, 404),
-                    parameters=plant_id,
+                    {
+                        200: {
+                            **_answer("The plant, as it is stored.", "Plant", "ETag"),
+                            "links": {
+                                "updatePlant": {
+                                    "operationId": "updatePlant",
+                                    "parameters": {**read, **as_read},
+                                }
+                            },
+                        },
+                        304: _answer(
+                            "The plant is as the client has it: its `ETag` is one that "
+                            "`If-None-Match` names.",
+                            None,
+                            "ETag",
+                        ),
+                    },
+                    (400, 404, 412),
+                    parameters=conditional,
                 )
+            ),
+            "put": _operation(
+                "updatePlant",
+                "Create or replace a plant",
+                {
+                    200: _answer(
+                        "The plant replaced the one stored, or was the same.", "Plant", "ETag"
+                    ),
+                    201: _answer(
+                        "The plant is stored under a free id.", "Plant", "ETag", "Location"
+                    ),
+                },
+                (400, 412, 413, 415),
+                description="The whole plant is stored: one without `tag` keeps none. A body "
+                "may also hold `id`, which must then be the path's. `If-Match` with the `ETag` "
+                "of a read changes the plant only if nobody changed it since; `If-None-Match: *` "
+                "only creates.",
+                requestBody={
+                    "required": True,
+                    "content": {"application/json": {"schema": "Plant"}},
+                },
+                parameters=conditional,
             ),
             "delete": _operation(
                 "deletePlant",
                 "Delete a plant; its id is free again",
                 {204: _answer("The plant is deleted.")},
-                (400, 404),
-                parameters=plant_id,
+                (400, 404, 412),
+                parameters=conditional,
             ),
         },
     )

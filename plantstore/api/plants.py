@@ -4,21 +4,31 @@ from urllib.parse import quote, urlencode
 
 import falcon
 import orjson
+from marshmallow import ValidationError
 
+from plantstore.api.conditions import (
+    change_condition,
+    etag_of,
+    matches,
+    none_matches,
+    precondition_failed,
+)
 from plantstore.api.media import require_json
 from plantstore.api.schemas import (
     MAX_PAGE_BYTES,
     NewPlantSchema,
     PageQuerySchema,
     PlantIdSchema,
+    PlantReplacementSchema,
     PlantSchema,
 )
-from plantstore.stores import PlantStore, stored_plant
+from plantstore.stores import ConditionFailed, PlantStore, Put, same_plant, stored_plant
 
 # Built once: a schema holds no state of one load or dump, so every thread can share it.
 _NEW_PLANT = NewPlantSchema()
 _PLANT = PlantSchema()
 _PLANT_ID = PlantIdSchema()
+_REPLACEMENT = PlantReplacementSchema()
 _PAGE_QUERY = PageQuerySchema()
 
 
@@ -32,19 +42,18 @@ class Plants:
     def on_post(self, req, resp):
         """Keep a new plant; an identical repeat answers the same, a different one 409.
 
-        Plants are compared as JSON values, not as text: a plant kept by an earlier version, or
-        by another JSON library, may be spelled otherwise (key order, escapes) and still be the
-        same plant. The repeat answers the plant as it is kept.
+        Plants are compared as JSON values (`same_plant`); the repeat answers the plant as it
+        is kept.
         """
         new_plant = _NEW_PLANT.load(req.get_media())
         plant = orjson.dumps(_PLANT.dump(new_plant))
         kept = self._store.add(new_plant["id"], plant)
-        if kept != plant and orjson.loads(kept) != orjson.loads(plant):
+        if not same_plant(kept, plant):
             raise falcon.HTTPConflict(
                 title="Conflict",
                 description=f"Plant {new_plant['id']} already exists with other content.",
             )
-        resp.data = kept
+        _answer_plant(resp, kept)
 
     def on_get(self, req, resp):
         """List a page of plants in ascending id order; a full page links to the next one.
@@ -61,37 +70,79 @@ class Plants:
         if page.full:
             given = {name: query[name] for name in ("limit", "tag") if name in req.params}
             query_string = urlencode({**given, "after": page.plants[-1][0]}, quote_via=quote)
-            # One leading slash: a client resolves `//plants`, which `GET //plants` would
-            # give, as a URL of the host `plants`.
-            path = "/" + (req.root_path + req.path).lstrip("/")
             # Quoted, as GitHub writes it and as many clients' parsers expect.
-            resp.append_header("Link", f'<{quote(path)}?{query_string}>; rel="next"')
+            resp.append_header("Link", f'<{_own_path(req)}?{query_string}>; rel="next"')
 
     on_head = on_get
 
 
 class Plant:
-    """`/plants/{id}`: one plant, to read or delete."""
+    """`/plants/{id}`: one plant, to read, replace or delete, each on the conditions the request
+    sets with `If-Match` and `If-None-Match` on its `ETag`."""
 
     def __init__(self, store: PlantStore) -> None:
         self._store = store
 
     def on_get(self, req, resp, plant_id):
-        """Answer the plant, byte for byte what its create answered."""
+        """Answer the plant, byte for byte as it is kept; 304 when the client has it already."""
         plant_id = _load_plant_id(plant_id)
         plant = self._store.get(plant_id)
+        if not matches(req, plant):
+            raise precondition_failed(plant_id)
         if plant is None:
             raise _not_found(plant_id)
-        resp.data = plant
+        if none_matches(req, plant):
+            resp.status = falcon.HTTP_304
+            resp.etag = etag_of(plant)
+            return
+        _answer_plant(resp, plant)
 
     on_head = on_get
+
+    @falcon.before(require_json)
+    def on_put(self, req, resp, plant_id):
+        """Keep the plant under this id, whether or not one was there: the whole plant, so a
+        body without `tag` leaves it without one. A plant the same as the kept one changes
+        nothing, and answers the kept one."""
+        plant_id = _load_plant_id(plant_id)
+        replacement = _REPLACEMENT.load(req.get_media())
+        if replacement.get("id", plant_id) != plant_id:
+            raise ValidationError(f"Must be the id of the path, {plant_id}, when given.", "id")
+        plant = orjson.dumps(_PLANT.dump(replacement))
+        try:
+            done, kept = self._store.put(plant_id, plant, change_condition(req))
+        except ConditionFailed:
+            raise precondition_failed(plant_id) from None
+        if done is Put.CREATED:
+            resp.status = falcon.HTTP_201
+            resp.location = _own_path(req)
+        _answer_plant(resp, kept)
 
     def on_delete(self, req, resp, plant_id):
         """Forget the plant; its id is free again."""
         plant_id = _load_plant_id(plant_id)
-        if not self._store.delete(plant_id):
+        try:
+            deleted = self._store.delete(plant_id, change_condition(req))
+        except ConditionFailed:
+            raise precondition_failed(plant_id) from None
+        if not deleted:
             raise _not_found(plant_id)
         resp.status = falcon.HTTP_204
+
+
+def _answer_plant(resp: falcon.Response, plant: bytes) -> None:
+    """Answer a kept plant, with its `ETag`."""
+    resp.data = plant
+    resp.etag = etag_of(plant)
+
+
+def _own_path(req: falcon.Request) -> str:
+    """The request's path, where the service is mounted, quoted.
+
+    With one leading slash: a client resolves `//plants`, which `GET //plants` would give, as a
+    URL of the host `plants`.
+    """
+    return quote("/" + (req.root_path + req.path).lstrip("/"))
 
 
 def _load_plant_id(text: str) -> int:

@@ -72,6 +72,13 @@ class NewPlantSchema(PlantSchema):
     id = JSONInteger(required=True, validate=INT64)
 
 
+class PlantReplacementSchema(PlantSchema):
+    """The body of `PUT /plants/{id}`: a `Plant`, which may hold the `id`, as a `NewPlant` or a
+    `StoredPlant` does, so long as it is the path's."""
+
+    id = JSONInteger(validate=INT64)
+
+
 class StoredPlantSchema(NewPlantSchema):
     """`StoredPlant`: a `Plant` with the id it is kept under, as `GET /plants` lists it."""
 
@@ -156,6 +163,13 @@ class PlantCreatedSchema(_EventSchema):
     """`PlantCreated`: the body of the `plant.created` event, sent when a plant is kept."""
 
     type = fields.String(required=True, validate=validate.OneOf(["plant.created"]))
+    data = fields.Nested(NewPlantSchema, required=True)
+
+
+class PlantUpdatedSchema(_EventSchema):
+    """`PlantUpdated`: the body of the `plant.updated` event, sent when a plant is replaced."""
+
+    type = fields.String(required=True, validate=validate.OneOf(["plant.updated"]))
     data = fields.Nested(NewPlantSchema, required=True)
 
 

@@ -5,7 +5,10 @@ That form is compact and is served as it is, with no parse and no dump.
 """
 
 from collections.abc import Callable, Iterable, Sequence
+from enum import Enum
 from typing import NamedTuple, Protocol
+
+import orjson
 
 
 class StoreUnavailable(Exception):
@@ -24,6 +27,35 @@ class StoreUnusable(Exception):
 
 class SchemaTooNew(Exception):
     """The database was brought to a schema newer than this code knows: it must not touch it."""
+
+
+class ConditionFailed(Exception):
+    """A change's condition did not hold for what the id held: nothing was changed."""
+
+
+#: A change's condition: given what the id holds (None for nothing), whether the change may
+#: go ahead. The store asks it in the same atomic step as the change.
+Condition = Callable[[bytes | None], bool]
+
+
+class Put(Enum):
+    """What a `PlantStore.put` did."""
+
+    #: The id held nothing: the plant is kept under it.
+    CREATED = "created"
+    #: The id held another plant: the new one replaced it.
+    REPLACED = "replaced"
+    #: The id held the same plant (`same_plant`): it is kept as it was, untouched.
+    UNCHANGED = "unchanged"
+
+
+def same_plant(kept: bytes, plant: bytes) -> bool:
+    """Whether two plant documents hold the same plant: as JSON values, not as text.
+
+    A plant kept by an earlier version, or by another JSON library, may be spelled otherwise
+    (key order, escapes) and still be the same plant.
+    """
+    return kept == plant or orjson.loads(kept) == orjson.loads(plant)
 
 
 class Page(NamedTuple):
@@ -54,8 +86,28 @@ class PlantStore(Protocol):
         """The plant kept under `plant_id`, or None."""
         ...
 
-    def delete(self, plant_id: int) -> bool:
-        """Forget the plant under `plant_id`; tell whether there was one."""
+    def put(
+        self, plant_id: int, plant: bytes, condition: Condition | None = None
+    ) -> tuple[Put, bytes]:
+        """Keep `plant` under `plant_id`, whatever the id held, if `condition` holds for that;
+        tell what was done, and what the id now holds.
+
+        The check and the change are one atomic step: of concurrent calls whose condition
+        holds for the same plant, one changes it, and the others' conditions are asked of
+        the plant it made. A plant the same as the one kept (`same_plant`) leaves it untouched.
+
+        Raises:
+            ConditionFailed: `condition` did not hold for what the id held; nothing changed.
+        """
+        ...
+
+    def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
+        """Forget the plant under `plant_id` if `condition` holds for it; tell whether there
+        was one. Check and delete are one atomic step, as for `put`.
+
+        Raises:
+            ConditionFailed: `condition` did not hold for what the id held; nothing changed.
+        """
         ...
 
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
@@ -98,8 +150,10 @@ class Outbox(Protocol):
     sent.
 
     A store opened with subscribers writes a `plant.created` event in the transaction of an
-    `add` that kept its plant, and a `plant.deleted` one in that of a `delete` that found one:
-    both commit, or neither. Times are seconds since the epoch, as `time.time()` gives.
+    `add` or a `put` that kept a plant under a free id, a `plant.updated` one in that of a
+    `put` that replaced one, and a `plant.deleted` one in that of a `delete` that found one:
+    the change and its event commit, or neither does. Times are seconds since the epoch, as
+    `time.time()` gives.
     """
 
     def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:

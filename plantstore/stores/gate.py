@@ -5,7 +5,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from plantstore.stores import Page, PlantStore, StoreUnavailable
+from plantstore.stores import Condition, ConditionFailed, Page, PlantStore, Put, StoreUnavailable
 
 #: Seconds with every slot taken and no call answered, after which the store is taken to answer
 #: no more and a call that finds no free slot is refused rather than kept waiting: longer than
@@ -50,9 +50,15 @@ class GatedStore:
         with self._slot():
             return self._store.get(plant_id)
 
-    def delete(self, plant_id: int) -> bool:
+    def put(
+        self, plant_id: int, plant: bytes, condition: Condition | None = None
+    ) -> tuple[Put, bytes]:
         with self._slot():
-            return self._store.delete(plant_id)
+            return self._store.put(plant_id, plant, condition)
+
+    def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
+        with self._slot():
+            return self._store.delete(plant_id, condition)
 
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         with self._slot():
@@ -88,6 +94,9 @@ class GatedStore:
         try:
             yield
             answered = True
+        except ConditionFailed:
+            answered = True  # the store answered: not this change
+            raise
         finally:
             with self._slot_freed:
                 self._began.remove(began)

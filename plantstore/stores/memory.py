@@ -7,8 +7,16 @@ from itertools import count, islice
 import orjson
 from sortedcontainers import SortedList
 
-from plantstore.stores import Delivery, Page, fill_page
-from plantstore.webhooks.events import Event, plant_created, plant_deleted
+from plantstore.stores import (
+    Condition,
+    ConditionFailed,
+    Delivery,
+    Page,
+    Put,
+    fill_page,
+    same_plant,
+)
+from plantstore.webhooks.events import Event, plant_created, plant_deleted, plant_updated
 
 
 class MemoryStore:
@@ -40,44 +48,51 @@ class MemoryStore:
         self._next_id = count(1)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        # Keep a right-sized copy: bytes made by orjson hold on to its whole 4 KiB buffer.
-        compact = bytes(memoryview(plant))
-        tag = _tag(compact)
+        compact = _compact(plant)
         with self._lock:
-            kept = self._plants.setdefault(plant_id, compact)
-            if kept is not compact:
+            kept = self._plants.get(plant_id)
+            if kept is not None:
                 return kept
-            self._ids.add(plant_id)
-            if tag is not None:
-                ids = self._ids_by_tag.get(tag)
-                if ids is None:  # not setdefault: that would make a list at every add
-                    ids = self._ids_by_tag[tag] = SortedList()
-                ids.add(plant_id)
-            if self._subscribers:
-                self._record(plant_created(plant_id, compact))
-        if self._subscribers:
-            self._notify()
-        return kept
+            self._keep(plant_id, compact)
+            self._record(plant_created, plant_id, compact)
+        self._notify()
+        return compact
+
+    def put(
+        self, plant_id: int, plant: bytes, condition: Condition | None = None
+    ) -> tuple[Put, bytes]:
+        compact = _compact(plant)
+        with self._lock:
+            kept = self._plants.get(plant_id)
+            if condition is not None and not condition(kept):
+                raise ConditionFailed
+            if kept is None:
+                self._keep(plant_id, compact)
+                self._record(plant_created, plant_id, compact)
+                done = Put.CREATED
+            elif same_plant(kept, compact):
+                return Put.UNCHANGED, kept
+            else:
+                self._forget(plant_id, kept)
+                self._keep(plant_id, compact)
+                self._record(plant_updated, plant_id, compact)
+                done = Put.REPLACED
+        self._notify()
+        return done, compact
 
     def get(self, plant_id: int) -> bytes | None:
         return self._plants.get(plant_id)
 
-    def delete(self, plant_id: int) -> bool:
+    def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
         with self._lock:
-            plant = self._plants.pop(plant_id, None)
-            if plant is None:
+            kept = self._plants.get(plant_id)
+            if condition is not None and not condition(kept):
+                raise ConditionFailed
+            if kept is None:
                 return False
-            self._ids.remove(plant_id)
-            tag = _tag(plant)
-            if tag is not None:
-                ids = self._ids_by_tag[tag]
-                ids.remove(plant_id)
-                if not ids:
-                    del self._ids_by_tag[tag]
-            if self._subscribers:
-                self._record(plant_deleted(plant_id))
-        if self._subscribers:
-            self._notify()
+            self._forget(plant_id, kept)
+            self._record(plant_deleted, plant_id)
+        self._notify()
         return True
 
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
@@ -120,8 +135,34 @@ class MemoryStore:
                 return None
             return self._deliveries[next(iter(self._deliveries))][1].created_at
 
-    def _record(self, event: Event) -> None:
-        """Keep a delivery of `event` for each subscriber, due now; called holding the lock."""
+    def _keep(self, plant_id: int, plant: bytes) -> None:
+        """Keep `plant` under the free `plant_id`, in every index; called holding the lock."""
+        self._plants[plant_id] = plant
+        self._ids.add(plant_id)
+        tag = _tag(plant)
+        if tag is not None:
+            ids = self._ids_by_tag.get(tag)
+            if ids is None:  # not setdefault: that would make a list at every add
+                ids = self._ids_by_tag[tag] = SortedList()
+            ids.add(plant_id)
+
+    def _forget(self, plant_id: int, plant: bytes) -> None:
+        """Take `plant`, kept under `plant_id`, out of every index; called holding the lock."""
+        del self._plants[plant_id]
+        self._ids.remove(plant_id)
+        tag = _tag(plant)
+        if tag is not None:
+            ids = self._ids_by_tag[tag]
+            ids.remove(plant_id)
+            if not ids:
+                del self._ids_by_tag[tag]
+
+    def _record(self, make: Callable[..., Event], *args: object) -> None:
+        """Keep a delivery of the event `make(*args)` for each subscriber, due now; called
+        holding the lock. Without subscribers no event is made."""
+        if not self._subscribers:
+            return
+        event = make(*args)
         for subscriber in self._subscribers:
             n = next(self._next_id)
             delivery = Delivery(n, event.webhook_id, subscriber, event.body, event.created_at, 0)
@@ -137,8 +178,13 @@ class MemoryStore:
         self._due[delivery.subscriber].add((at, n))
 
     def _notify(self) -> None:
-        if self._on_event is not None:
+        if self._subscribers and self._on_event is not None:
             self._on_event()
+
+
+def _compact(plant: bytes) -> bytes:
+    """A right-sized copy of `plant`: bytes made by orjson hold on to its whole 4 KiB buffer."""
+    return bytes(memoryview(plant))
 
 
 def _tag(plant: bytes) -> str | None:

@@ -9,7 +9,17 @@ from typing import TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from plantstore.stores import Delivery, Page, StoreUnavailable, StoreUnusable, fill_page
+from plantstore.stores import (
+    Condition,
+    ConditionFailed,
+    Delivery,
+    Page,
+    Put,
+    StoreUnavailable,
+    StoreUnusable,
+    fill_page,
+    same_plant,
+)
 from plantstore.stores.deadlines import Deadlines
 from plantstore.stores.sql import (
     claim_statement,
@@ -21,7 +31,7 @@ from plantstore.stores.sql import (
     steps_to_take,
     tag_key,
 )
-from plantstore.webhooks.events import Event, plant_created, plant_deleted
+from plantstore.webhooks.events import Event, plant_created, plant_deleted, plant_updated
 
 #: Connections a worker may hold: one per thread of the default `GUNICORN_THREADS`.
 POOL_SIZE = 8
@@ -249,12 +259,28 @@ class PostgresStore:
             self._notify()
         return kept
 
+    def put(
+        self, plant_id: int, plant: bytes, condition: Condition | None = None
+    ) -> tuple[Put, bytes]:
+        done, kept = self._on_a_connection(
+            partial(
+                _put,
+                plant_id=plant_id,
+                plant=plant,
+                condition=condition,
+                subscribers=self._subscribers,
+            )
+        )
+        if done is not Put.UNCHANGED:
+            self._notify()
+        return done, kept
+
     def get(self, plant_id: int) -> bytes | None:
         return self._on_a_connection(partial(_get, plant_id=plant_id))
 
-    def delete(self, plant_id: int) -> bool:
+    def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
         deleted = self._on_a_connection(
-            partial(_delete, plant_id=plant_id, subscribers=self._subscribers)
+            partial(_delete, plant_id=plant_id, condition=condition, subscribers=self._subscribers)
         )
         if deleted:
             self._notify()
@@ -363,15 +389,63 @@ def _add(
             return False, kept
 
 
-def _get(connection: psycopg.Connection, plant_id: int) -> bytes | None:
-    kept = connection.execute(
-        "SELECT plant::text FROM plants WHERE id = %s", (plant_id,)
-    ).fetchone()
+_READ_PLANT = "SELECT plant::text FROM plants WHERE id = %s"
+_LOCK_PLANT = f"{_READ_PLANT} FOR UPDATE"
+
+
+def _put(
+    connection: psycopg.Connection,
+    plant_id: int,
+    plant: bytes,
+    condition: Condition | None,
+    subscribers: tuple[str, ...],
+) -> tuple[Put, bytes]:
+    """Change what the id holds in one transaction, the row locked from the read to the write.
+
+    A free id has no row to lock: an insert racing another for it finds the id taken, and the
+    transaction starts again to read the plant the other kept.
+    """
+    row = (plant.decode(), tag_key(plant), plant_id)
+    while True:
+        with connection.transaction():
+            kept = _get(connection, plant_id, lock=True)
+            if condition is not None and not condition(kept):
+                raise ConditionFailed
+            if kept is None:
+                inserted = connection.execute(
+                    "INSERT INTO plants (plant, tag, id) VALUES (%s::json, %s, %s) "
+                    "ON CONFLICT (id) DO NOTHING",
+                    row,
+                ).rowcount
+                if not inserted:
+                    continue
+                if subscribers:
+                    _record(connection, plant_created(plant_id, plant), subscribers)
+                return Put.CREATED, plant
+            if same_plant(kept, plant):
+                return Put.UNCHANGED, kept
+            connection.execute("UPDATE plants SET plant = %s::json, tag = %s WHERE id = %s", row)
+            if subscribers:
+                _record(connection, plant_updated(plant_id, plant), subscribers)
+            return Put.REPLACED, plant
+
+
+def _get(connection: psycopg.Connection, plant_id: int, lock: bool = False) -> bytes | None:
+    """The plant under `plant_id`, or None; with `lock`, its row locked to the transaction's end."""
+    kept = connection.execute(_LOCK_PLANT if lock else _READ_PLANT, (plant_id,)).fetchone()
     return None if kept is None else kept[0].encode()
 
 
-def _delete(connection: psycopg.Connection, plant_id: int, subscribers: tuple[str, ...]) -> bool:
-    with _change(connection, subscribers):
+def _delete(
+    connection: psycopg.Connection,
+    plant_id: int,
+    condition: Condition | None,
+    subscribers: tuple[str, ...],
+) -> bool:
+    # With a condition, the row is locked from the read it is asked of to the delete.
+    with connection.transaction() if condition is not None else _change(connection, subscribers):
+        if condition is not None and not condition(_get(connection, plant_id, lock=True)):
+            raise ConditionFailed
         deleted = connection.execute("DELETE FROM plants WHERE id = %s", (plant_id,)).rowcount > 0
         if deleted and subscribers:
             _record(connection, plant_deleted(plant_id), subscribers)

@@ -8,7 +8,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from urllib.parse import quote
 
-from plantstore.stores import Delivery, Page, StoreUnavailable, StoreUnusable, fill_page
+from plantstore.stores import (
+    Condition,
+    ConditionFailed,
+    Delivery,
+    Page,
+    Put,
+    StoreUnavailable,
+    StoreUnusable,
+    fill_page,
+    same_plant,
+)
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
@@ -20,7 +30,7 @@ from plantstore.stores.sql import (
     tag_key,
 )
 from plantstore.stores.sqlite_file import FileGuard, FileIdentity
-from plantstore.webhooks.events import Event, plant_created, plant_deleted
+from plantstore.webhooks.events import Event, plant_created, plant_deleted, plant_updated
 
 #: Seconds between attempts to switch a new database to its write-ahead log.
 _SWITCH_RETRY_SECONDS = 0.005
@@ -116,6 +126,12 @@ _OUTBOX = outbox_statements("?")
 _CLAIM = claim_statement("?")
 
 
+def _kept(connection: sqlite3.Connection, plant_id: int) -> bytes | None:
+    """The plant kept under `plant_id`, or None."""
+    kept = connection.execute("SELECT plant FROM plants WHERE id = ?", (plant_id,)).fetchone()
+    return None if kept is None else kept[0].encode()
+
+
 def _make_nothing(make: Callable[..., Event], *args: object) -> None:
     """Record no event: the store has no subscribers."""
 
@@ -203,24 +219,46 @@ class SqliteStore:
                 if inserted:
                     self._wrote_at = time.monotonic()
                     return plant
-                kept = connection.execute(
-                    "SELECT plant FROM plants WHERE id = ?", (plant_id,)
-                ).fetchone()
+                kept = _kept(connection, plant_id)
                 if kept is not None:
-                    return kept[0].encode()
+                    return kept
+
+    def put(
+        self, plant_id: int, plant: bytes, condition: Condition | None = None
+    ) -> tuple[Put, bytes]:
+        """Read what the id holds and change it in one transaction under the write lock, so
+        that no other change comes between the condition and the write."""
+        with self._served():
+            connection = self._connection()
+            with self._transaction(connection) as record:
+                kept = _kept(connection, plant_id)
+                if condition is not None and not condition(kept):
+                    raise ConditionFailed
+                if kept is not None and same_plant(kept, plant):
+                    return Put.UNCHANGED, kept
+                row = (plant.decode(), tag_key(plant), plant_id)
+                if kept is None:
+                    connection.execute("INSERT INTO plants (plant, tag, id) VALUES (?, ?, ?)", row)
+                    record(plant_created, plant_id, plant)
+                else:
+                    connection.execute("UPDATE plants SET plant = ?, tag = ? WHERE id = ?", row)
+                    record(plant_updated, plant_id, plant)
+            self._wrote_at = time.monotonic()
+            return (Put.CREATED if kept is None else Put.REPLACED), plant
 
     def get(self, plant_id: int) -> bytes | None:
         with self._served():
-            connection = self._connection()
-            kept = connection.execute(
-                "SELECT plant FROM plants WHERE id = ?", (plant_id,)
-            ).fetchone()
-        return None if kept is None else kept[0].encode()
+            return _kept(self._connection(), plant_id)
 
-    def delete(self, plant_id: int) -> bool:
+    def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
         with self._served():
             connection = self._connection()
-            with self._change(connection) as record:
+            # With a condition, what it is asked of must stay as it is until the delete.
+            with (
+                self._change(connection) if condition is None else self._transaction(connection)
+            ) as record:
+                if condition is not None and not condition(_kept(connection, plant_id)):
+                    raise ConditionFailed
                 deleted = (
                     connection.execute("DELETE FROM plants WHERE id = ?", (plant_id,)).rowcount > 0
                 )
@@ -335,10 +373,14 @@ class SqliteStore:
 
     @contextmanager
     def _transaction(self, connection: sqlite3.Connection) -> Iterator[Callable[..., None]]:
+        """One transaction under the write lock, giving `record` as `_change` does."""
         recorded: list[Event] = []
         connection.execute("BEGIN IMMEDIATE")
         with connection:
-            yield lambda make, *args: recorded.append(make(*args))
+            if self._subscribers:
+                yield lambda make, *args: recorded.append(make(*args))
+            else:
+                yield _make_nothing
             for event in recorded:
                 connection.executemany(_OUTBOX["record"], outbox_rows(event, self._subscribers))
         if recorded and self._on_event is not None:

@@ -27,6 +27,11 @@ def plant_created(plant_id: int, plant: bytes) -> Event:
     return _event("plant.created", orjson.Fragment(stored_plant(plant_id, plant)))
 
 
+def plant_updated(plant_id: int, plant: bytes) -> Event:
+    """`plant.updated`, whose data is the plant as it now is, with its id (a `NewPlant`)."""
+    return _event("plant.updated", orjson.Fragment(stored_plant(plant_id, plant)))
+
+
 def plant_deleted(plant_id: int) -> Event:
     """`plant.deleted`, whose data is the id the plant had."""
     return _event("plant.deleted", {"id": plant_id})
