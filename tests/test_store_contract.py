@@ -1,8 +1,10 @@
 """The store contract: the same assertions against the memory, SQLite and PostgreSQL stores."""
 
+import threading
 import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import orjson
 import pytest
@@ -10,7 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantstore.api.schemas import INT64_MAX, INT64_MIN, MAX_PAGE_BYTES, PlantSchema
-from plantstore.stores import ID_BYTES, PlantStore, open_store, stored_plant
+from plantstore.stores import (
+    ID_BYTES,
+    ConditionFailed,
+    PlantStore,
+    Put,
+    open_store,
+    stored_plant,
+)
 from plantstore.stores.memory import MemoryStore
 from tests.concurrency import at_once
 
@@ -249,6 +258,169 @@ def test_a_store_that_can_serve_is_ready(any_store):
     assert any_store.check_ready() is None
 
 
+def listed(store: PlantStore, tag: str | None = None) -> list[tuple[int, bytes]]:
+    """Every plant a page of the store's index gives, of `tag` when it is given."""
+    return store.page(None, 1000, tag, MAX_PAGE_BYTES).plants
+
+
+def test_put_keeps_a_plant_under_a_free_id(any_store):
+    assert any_store.put(1, ROSE) == (Put.CREATED, ROSE)
+    assert any_store.put(INT64_MIN, FERN) == (Put.CREATED, FERN)
+    assert any_store.get(1) == ROSE
+    assert listed(any_store) == [(INT64_MIN, FERN), (1, ROSE)]
+    assert listed(any_store, "red") == [(1, ROSE)]
+    assert any_store.add(1, FERN) == ROSE
+
+
+def test_put_replaces_the_plant_in_every_index(any_store):
+    tulip = document("tulip", "red")
+    white = document("rose", "white")
+    any_store.add(1, ROSE)
+    any_store.add(2, tulip)
+    assert any_store.put(1, white) == (Put.REPLACED, white)
+    assert any_store.get(1) == white
+    assert listed(any_store) == [(1, white), (2, tulip)]
+    assert listed(any_store, "red") == [(2, tulip)]
+    assert listed(any_store, "white") == [(1, white)]
+    # The whole plant is replaced: one without a tag is in no tag's index.
+    assert any_store.put(1, FERN) == (Put.REPLACED, FERN)
+    assert listed(any_store, "white") == []
+    assert listed(any_store) == [(1, FERN), (2, tulip)]
+    # Under the same tag, the plant is listed once, as it now is.
+    renamed = document("tulip 2", "red")
+    assert any_store.put(2, renamed) == (Put.REPLACED, renamed)
+    assert listed(any_store, "red") == [(2, renamed)]
+    assert any_store.add(2, tulip) == renamed
+
+
+@pytest.mark.parametrize(
+    ("kept", "plant"),
+    [
+        (ROSE, ROSE),
+        (b'{"tag":"a","name":"x"}', b'{"name":"x","tag":"a"}'),
+        (b'{"name":"\\u0078"}', b'{"name":"x"}'),
+    ],
+)
+def test_put_of_the_same_plant_leaves_it_as_kept(any_store, kept, plant):
+    """Equal as JSON is the same plant, however spelled: the kept bytes stay, and are answered."""
+    any_store.add(1, kept)
+    assert any_store.put(1, plant) == (Put.UNCHANGED, kept)
+    assert any_store.put(1, plant, lambda held: held == kept) == (Put.UNCHANGED, kept)
+    assert any_store.get(1) == kept
+    assert listed(any_store) == [(1, kept)]
+
+
+class Asked:
+    """A condition that answers `holds`, and remembers what it was asked of."""
+
+    def __init__(self, holds: bool) -> None:
+        self.holds = holds
+        self.asked: list[bytes | None] = []
+
+    def __call__(self, kept: bytes | None) -> bool:
+        self.asked.append(kept)
+        return self.holds
+
+
+def test_a_condition_is_asked_of_what_the_id_holds(any_store):
+    for call, held in [
+        (lambda condition: any_store.put(1, ROSE, condition), None),
+        (lambda condition: any_store.put(1, FERN, condition), ROSE),
+        (lambda condition: any_store.put(1, FERN, condition), FERN),
+        (lambda condition: any_store.delete(1, condition), FERN),
+        (lambda condition: any_store.delete(1, condition), None),
+    ]:
+        refused = Asked(holds=False)
+        with pytest.raises(ConditionFailed):
+            call(refused)
+        assert any_store.get(1) == held
+        allowed = Asked(holds=True)
+        call(allowed)
+        assert refused.asked == allowed.asked == [held]
+
+
+def test_a_condition_that_fails_changes_nothing(any_store):
+    any_store.add(1, ROSE)
+    any_store.add(2, FERN)
+    never = Asked(holds=False)
+    for call in [
+        lambda: any_store.put(1, FERN, never),
+        lambda: any_store.put(1, ROSE, never),
+        lambda: any_store.put(3, ROSE, never),
+        lambda: any_store.delete(1, never),
+        lambda: any_store.delete(3, never),
+    ]:
+        with pytest.raises(ConditionFailed):
+            call()
+    assert [any_store.get(plant_id) for plant_id in (1, 2, 3)] == [ROSE, FERN, None]
+    assert listed(any_store) == [(1, ROSE), (2, FERN)]
+    assert listed(any_store, "red") == [(1, ROSE)]
+    # Nothing is left locked: another thread, on a connection of its own, changes the plant.
+    white = document("rose", "white")
+    assert at_once(1, lambda n: any_store.put(1, white, lambda kept: kept == ROSE)) == [
+        (Put.REPLACED, white)
+    ]
+    assert any_store.put(3, ROSE, lambda kept: kept is None) == (Put.CREATED, ROSE)
+
+
+def test_a_conditional_delete_deletes_only_what_its_condition_allows(any_store):
+    any_store.add(1, ROSE)
+    with pytest.raises(ConditionFailed):
+        any_store.delete(1, lambda kept: kept == FERN)
+    assert any_store.get(1) == ROSE
+    assert any_store.delete(1, lambda kept: kept == ROSE) is True
+    assert any_store.get(1) is None
+    assert listed(any_store) == listed(any_store, "red") == []
+    with pytest.raises(ConditionFailed):
+        any_store.delete(1, lambda kept: kept is not None)
+    assert any_store.delete(1, lambda kept: kept is None) is False
+
+
+def compare_and_set(stores: Sequence[PlantStore], rounds: int = 40, contenders: int = 8) -> None:
+    """Let threads each read one id, then change it on the condition that it still holds what
+    they read, all at once, round after round; assert exactly one of them changes it each round.
+
+    A round on a free id is a race of creates; on a taken one, some contenders delete the plant
+    and the others replace it, and the id ends holding what the winner left.
+    """
+    plant_id = 42
+    for r in range(rounds):
+        read_all = threading.Barrier(contenders)
+
+        def contend(n: int, r: int = r, read_all: threading.Barrier = read_all) -> object:
+            store = stores[n % len(stores)]
+            read = store.get(plant_id)
+            read_all.wait()  # no change before every contender has read
+            try:
+                if read is not None and (n + r) % 4 == 0:
+                    return store.delete(plant_id, lambda kept: kept == read)
+                plant = document(f"plant {r} {n}", tag="tree")
+                return store.put(plant_id, plant, lambda kept: kept == read)
+            except ConditionFailed:
+                return None
+
+        held = stores[0].get(plant_id)
+        answers = at_once(contenders, contend)
+        winners = [n for n, answer in enumerate(answers) if answer is not None]
+        assert len(winners) == 1, answers
+        (winner,) = winners
+        if answers[winner] is True:
+            assert held is not None
+            expected = None
+        else:
+            expected = document(f"plant {r} {winner}", tag="tree")
+            done = Put.CREATED if held is None else Put.REPLACED
+            assert answers[winner] == (done, expected)
+        for store in stores:
+            assert store.get(plant_id) == expected
+        pairs = [] if expected is None else [(plant_id, expected)]
+        assert listed(stores[0]) == listed(stores[0], "tree") == pairs
+
+
+def test_of_changes_each_on_what_it_read_one_wins(any_store):
+    compare_and_set([any_store])
+
+
 new_plants = st.tuples(
     st.integers(min_value=INT64_MIN, max_value=INT64_MAX) | st.integers(min_value=0, max_value=5),
     st.text(),
@@ -278,9 +450,53 @@ def test_every_store_answers_a_sequence_of_adds_as_the_model_does(any_store, mod
 
 ids = st.integers(min_value=INT64_MIN, max_value=INT64_MAX) | st.integers(min_value=0, max_value=5)
 tags = st.none() | st.sampled_from(["", "a", "a\u0000b", "\u0000"]) | st.text()
+
+
+def spelled(name: str, tag: str | None, tag_first: bool) -> bytes:
+    """A plant document as the service writes it, or with its tag first, as another JSON
+    library may have written the same plant."""
+    if tag is None or not tag_first:
+        return document(name, tag)
+    return orjson.dumps({"tag": tag, "name": name})
+
+
+#: A few plants, spelled either way, so that a change meets the very plant it expects.
+few_plants = st.builds(
+    spelled, st.sampled_from(["a", "b"]), st.sampled_from([None, "a"]), st.booleans()
+)
+plants = few_plants | st.builds(spelled, st.text(), tags, st.booleans())
+
+
+def is_free(kept: bytes | None) -> bool:
+    """`If-None-Match: *`: the id holds nothing."""
+    return kept is None
+
+
+def is_taken(kept: bytes | None) -> bool:
+    """`If-Match: *`: the id holds a plant."""
+    return kept is not None
+
+
+@dataclass(frozen=True)
+class Holds:
+    """`If-Match` with a plant's ETag: the id holds that plant, byte for byte."""
+
+    plant: bytes | None
+
+    def __call__(self, kept: bytes | None) -> bool:
+        return kept == self.plant
+
+
+#: The condition that the id holds what a get of it answered just before the call, as a client
+#: sends the ETag it read: the test makes it `Holds` that.
+AS_READ = "as read"
+conditions = (
+    st.none() | st.sampled_from([is_free, is_taken, AS_READ]) | st.builds(Holds, few_plants)
+)
 operations = st.lists(
-    st.tuples(st.just("add"), ids, st.text(), tags)
-    | st.tuples(st.just("delete"), ids)
+    st.tuples(st.just("add"), ids, plants)
+    | st.tuples(st.just("put"), ids, plants, conditions)
+    | st.tuples(st.just("delete"), ids, conditions)
     | st.tuples(st.just("get"), ids)
     | st.tuples(
         st.just("page"),
@@ -293,18 +509,25 @@ operations = st.lists(
 )
 
 
+def answer(store: PlantStore, name: str, arguments: list) -> object:
+    """What the store answers to a call: what it returns, or `ConditionFailed` if it raises it."""
+    try:
+        return getattr(store, name)(*arguments)
+    except ConditionFailed:
+        return ConditionFailed
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(requests=operations)
 def test_every_store_answers_a_sequence_of_any_calls_as_the_model_does(any_store, model, requests):
-    """Adds, deletes, gets and pages, some cut short by their bytes; the store and the model
-    live for the whole test."""
+    """Adds, puts and deletes on conditions or none, gets, and pages, some cut short by their
+    bytes; the store and the model live for the whole test."""
     for name, *arguments in requests:
-        if name == "add":
-            plant_id, plant_name, tag = arguments
-            arguments = [plant_id, document(plant_name, tag)]
-        assert getattr(any_store, name)(*arguments) == getattr(model, name)(*arguments)
+        if name in ("put", "delete") and arguments[-1] == AS_READ:
+            arguments[-1] = Holds(model.get(arguments[0]))
+        assert answer(any_store, name, arguments) == answer(model, name, arguments)
     everything = (None, 1000, None, MAX_PAGE_BYTES)
     assert any_store.page(*everything) == model.page(*everything)
 
@@ -390,6 +613,16 @@ def test_stores_on_one_database_add_and_delete_in_some_serial_order(store_url):
     stores = [open_store(store_url) for _ in range(4)]
     try:
         race_adds_and_deletes(stores)
+    finally:
+        for store in stores:
+            store.close()
+
+
+@shared
+def test_stores_on_one_database_let_one_change_on_what_each_read_win(store_url):
+    stores = [open_store(store_url) for _ in range(4)]
+    try:
+        compare_and_set(stores)
     finally:
         for store in stores:
             store.close()
