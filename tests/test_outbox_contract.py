@@ -9,13 +9,14 @@ import orjson
 import psycopg
 import pytest
 
-from plantstore.stores import StoreUnavailable, open_store, postgres
+from plantstore.stores import ConditionFailed, Put, StoreUnavailable, open_store, postgres
 from plantstore.stores.postgres import PostgresStore
 from tests.concurrency import at_once
 
 #: Subscribers' keys, as the deliverer names them (`subscriber_key`).
 SUBSCRIBERS = ("3f2a9c1b0d4e5f67", "0123456789abcdef")
 FERN = b'{"name":"fern","tag":"green"}'
+RESPELLED_FERN = b'{"tag":"green","name":"fern"}'
 ROSE = b'{"name":"rose"}'
 #: Far enough ahead that nothing claimed in a test is due again before it ends.
 LATER = 60.0
@@ -55,6 +56,11 @@ def outboxes(store_url):
 @pytest.fixture
 def outbox(outboxes):
     return outboxes.open()
+
+
+def never(kept: bytes | None) -> bool:
+    """A condition that never holds."""
+    return False
 
 
 def claim(outbox, now, lease_until, limit=1000):
@@ -103,8 +109,30 @@ def test_a_deleted_plant_is_an_event_for_each_subscriber(outboxes, outbox):
     assert outboxes.announcements() == 1
 
 
+def test_a_put_is_an_event_of_what_it_did_in_the_order_it_did_it(outboxes, outbox):
+    """One that keeps a plant under a free id, one that replaces it, and a conditional delete."""
+    assert outbox.put(7, FERN) == (Put.CREATED, FERN)
+    assert outboxes.announcements() == 1
+    assert outbox.put(7, ROSE, lambda kept: kept == FERN) == (Put.REPLACED, ROSE)
+    assert outboxes.announcements() == 1
+    assert outbox.delete(7, lambda kept: kept == ROSE) is True
+    assert outboxes.announcements() == 1
+    now = time.time()
+    for subscriber in SUBSCRIBERS:
+        deliveries = outbox.claim(subscriber, now, now + LATER, 10)
+        events = [orjson.loads(delivery.body) for delivery in deliveries]
+        assert [(event["type"], event["data"]) for event in events] == [
+            ("plant.created", {"id": 7, "name": "fern", "tag": "green"}),
+            ("plant.updated", {"id": 7, "name": "rose"}),
+            ("plant.deleted", {"id": 7}),
+        ]
+        assert all(set(event) == {"type", "timestamp", "data"} for event in events)
+        assert len({delivery.webhook_id for delivery in deliveries}) == 3
+
+
 def test_what_changes_nothing_is_no_event(outboxes, outbox):
-    """An identical repeat, another plant under a taken id (a 409), a delete of no plant."""
+    """An identical repeat, another plant under a taken id (a 409), a delete of no plant, a put
+    of the plant kept (however spelled), and changes whose condition fails."""
     outbox.add(1, FERN)
     for delivery in claim_all(outbox):
         outbox.forget(delivery)
@@ -112,6 +140,16 @@ def test_what_changes_nothing_is_no_event(outboxes, outbox):
     assert outbox.add(1, FERN) == FERN
     assert outbox.add(1, ROSE) == FERN
     assert outbox.delete(2) is False
+    assert outbox.put(1, FERN) == (Put.UNCHANGED, FERN)
+    assert outbox.put(1, RESPELLED_FERN, lambda kept: kept == FERN) == (Put.UNCHANGED, FERN)
+    for change in (
+        lambda: outbox.put(1, ROSE, never),
+        lambda: outbox.put(2, ROSE, never),
+        lambda: outbox.delete(1, never),
+        lambda: outbox.delete(2, never),
+    ):
+        with pytest.raises(ConditionFailed):
+            change()
     assert claim_all(outbox) == []
     assert outbox.oldest() is None
     assert outboxes.announcements() == 0
@@ -121,6 +159,9 @@ def test_a_store_without_subscribers_writes_no_event(outboxes):
     silent = outboxes.open(subscribers=())
     silent.add(1, FERN)
     silent.delete(1)
+    silent.put(1, FERN)
+    silent.put(1, ROSE, lambda kept: kept == FERN)
+    silent.delete(1, lambda kept: kept == ROSE)
     assert claim_all(outboxes.open()) == []
     assert outboxes.announcements() == 0
 
@@ -224,11 +265,21 @@ def test_a_plant_and_its_event_commit_together_or_not_at_all(outboxes, store_url
     else:
         with psycopg.connect(store_url, autocommit=True) as connection:
             connection.execute("DROP TABLE outbox")
-    with pytest.raises((StoreUnavailable, psycopg.Error)):
-        store.add(2, ROSE)
-    with pytest.raises((StoreUnavailable, psycopg.Error)):
-        store.delete(1)
+    for change in (
+        lambda: store.add(2, ROSE),
+        lambda: store.delete(1),
+        lambda: store.put(2, ROSE),
+        lambda: store.put(1, ROSE, lambda kept: kept == FERN),
+        lambda: store.delete(1, lambda kept: kept == FERN),
+    ):
+        with pytest.raises((StoreUnavailable, psycopg.Error)):
+            change()
     assert store.get(2) is None
+    assert store.get(1) == FERN
+    # What writes no event goes on as before.
+    assert store.put(1, FERN) == (Put.UNCHANGED, FERN)
+    with pytest.raises(ConditionFailed):
+        store.put(1, ROSE, never)
     assert store.get(1) == FERN
     assert outboxes.announcements() == 1
 
