@@ -376,6 +376,32 @@ def test_a_conditional_delete_deletes_only_what_its_condition_allows(any_store):
     assert any_store.delete(1, lambda kept: kept is None) is False
 
 
+def test_a_replace_is_never_seen_half_made(any_store):
+    """A reader during a replace finds the plant as it was or as it becomes: never no plant,
+    which would tell a client that a renamed plant was deleted."""
+    plants = [document("rose", "red"), document("rose", "white")]
+    any_store.add(1, plants[0])
+    replaced = threading.Event()
+
+    def replace_or_read(n: int) -> list[object]:
+        if n == 0:
+            for r in range(400):
+                any_store.put(1, plants[(r + 1) % 2])
+            replaced.set()
+            return []
+        reads = []
+        while not (reads and replaced.is_set()):
+            if n % 2:
+                reads.append(any_store.get(1))
+            else:
+                reads.append(any_store.page(None, 10, None, MAX_PAGE_BYTES).plants)
+        return reads
+
+    reads = [read for reader in at_once(6, replace_or_read) for read in reader]
+    allowed = [*plants, *([(1, plant)] for plant in plants)]
+    assert [read for read in reads if read not in allowed] == []
+
+
 def compare_and_set(stores: Sequence[PlantStore], rounds: int = 40, contenders: int = 8) -> None:
     """Let threads each read one id, then change it on the condition that it still holds what
     they read, all at once, round after round; assert exactly one of them changes it each round.

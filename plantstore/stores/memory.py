@@ -73,8 +73,7 @@ class MemoryStore:
             elif same_plant(kept, compact):
                 return Put.UNCHANGED, kept
             else:
-                self._forget(plant_id, kept)
-                self._keep(plant_id, compact)
+                self._replace(plant_id, kept, compact)
                 self._record(plant_updated, plant_id, compact)
                 done = Put.REPLACED
         self._notify()
@@ -139,18 +138,32 @@ class MemoryStore:
         """Keep `plant` under the free `plant_id`, in every index; called holding the lock."""
         self._plants[plant_id] = plant
         self._ids.add(plant_id)
-        tag = _tag(plant)
+        self._add_to_tag(plant_id, _tag(plant))
+
+    def _replace(self, plant_id: int, kept: bytes, plant: bytes) -> None:
+        """Put `plant` in the place of `kept` under `plant_id`, in every index; called holding
+        the lock. The id never leaves `_plants`: `get` reads it without the lock, and must find
+        one plant or the other, never none, which would be a plant deleted."""
+        self._plants[plant_id] = plant
+        old, new = _tag(kept), _tag(plant)
+        if old != new:
+            self._remove_from_tag(plant_id, old)
+            self._add_to_tag(plant_id, new)
+
+    def _forget(self, plant_id: int, plant: bytes) -> None:
+        """Take `plant`, kept under `plant_id`, out of every index; called holding the lock."""
+        del self._plants[plant_id]
+        self._ids.remove(plant_id)
+        self._remove_from_tag(plant_id, _tag(plant))
+
+    def _add_to_tag(self, plant_id: int, tag: str | None) -> None:
         if tag is not None:
             ids = self._ids_by_tag.get(tag)
             if ids is None:  # not setdefault: that would make a list at every add
                 ids = self._ids_by_tag[tag] = SortedList()
             ids.add(plant_id)
 
-    def _forget(self, plant_id: int, plant: bytes) -> None:
-        """Take `plant`, kept under `plant_id`, out of every index; called holding the lock."""
-        del self._plants[plant_id]
-        self._ids.remove(plant_id)
-        tag = _tag(plant)
+    def _remove_from_tag(self, plant_id: int, tag: str | None) -> None:
         if tag is not None:
             ids = self._ids_by_tag[tag]
             ids.remove(plant_id)
