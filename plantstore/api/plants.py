@@ -107,7 +107,7 @@ class Plant:
         plant_id = _load_plant_id(plant_id)
         replacement = _REPLACEMENT.load(req.get_media())
         if replacement.get("id", plant_id) != plant_id:
-            raise ValidationError(f"Must be the id of the path, {plant_id}, when given.", "id")
+            raise ValidationError({"id": [f"Must be the id of the path, {plant_id}, when given."]})
         plant = orjson.dumps(_PLANT.dump(replacement))
         try:
             done, kept = self._store.put(plant_id, plant, change_condition(req))

@@ -73,6 +73,23 @@ PLANTS_CREATED = Counter(
     "Answers 200 to POST /plants (an identical repeat is answered, and counted, again).",
 )
 PLANTS_DELETED = Counter("plantstore_plants_deleted", "Plants deleted (204 to a DELETE).")
+STORE_COMMITS = Counter(
+    "plantstore_store_commits",
+    "Transactions a durable store committed holding requests' changes (group commit).",
+)
+STORE_CHANGES = Counter(
+    "plantstore_store_changes",
+    "Requests' changes a durable store committed: over plantstore_store_commits, how many "
+    "changes a commit holds.",
+)
+
+
+def count_commit(changes: int) -> None:
+    """Count a durable store's commit of `changes` changes (its `on_commit`)."""
+    STORE_COMMITS.inc()
+    STORE_CHANGES.inc(changes)
+
+
 STORE_UNAVAILABLE = Counter(
     "plantstore_store_unavailable",
     "Answers 503 because the store could not serve, by route template.",
