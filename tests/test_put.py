@@ -84,6 +84,8 @@ def test_a_put_takes_any_int64_id(client, plant_id):
         ({"extras": {"SCRIPT_NAME": "/api"}}, "/plants/1", "/api/plants/1"),
         # `//plants/1` would be a URL of the host `plants`: a client would take its token there.
         ({}, "//plants/1", "/plants/1"),
+        # The id as the service writes it, however the client wrote it.
+        ({}, "/plants/01.0", "/plants/1"),
     ],
 )
 def test_the_location_is_where_the_service_is_mounted(client, mounted, path, location):
