@@ -10,8 +10,10 @@ answered before the commit that holds it returned.
 
 Each change decides what to do from what the transaction shows it (a plant already kept, an id
 already free), so it gets the answer it would get alone, in the order the writer took it. A
-change that raises undoes only itself (a savepoint each). A commit that fails fails every change
-of its batch, none of which is then visible.
+change refused (`ConditionFailed`) decides so before it writes, and the others go on; any other
+failure fails the whole batch, as a failed commit does, and none of it is then visible. So no
+change needs a savepoint of its own, which costs PostgreSQL two round trips a change (a
+quarter of a batched create, measured).
 """
 
 import logging
@@ -22,7 +24,7 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from typing import Generic, TypeVar
 
-from plantstore.stores import StoreUnavailable
+from plantstore.stores import ConditionFailed, StoreUnavailable
 
 _Connection = TypeVar("_Connection")
 _T = TypeVar("_T")
@@ -34,14 +36,26 @@ Change = Callable[[_Connection], _T]
 logger = logging.getLogger(__name__)
 
 
+def make_each(connection: _Connection, changes: Sequence[Change]) -> list[object]:
+    """Make each change on `connection`, in one transaction: its answer, or its refusal."""
+    outcomes: list[object] = []
+    for change in changes:
+        try:
+            outcomes.append(change(connection))
+        except ConditionFailed as refused:
+            outcomes.append(refused)
+    return outcomes
+
+
 class GroupCommit(Generic[_Connection]):
     """One writer thread, and the queue of changes it makes in batches.
 
     Args:
         name: names the thread, for a stack dump.
-        write: makes a batch of changes in one transaction, on the writer thread. It gives
-            each change's outcome in order, its answer or the exception it raised, and raises
-            `StoreUnavailable` when the batch as a whole fails (no connection, the commit).
+        write: makes a batch of changes in one transaction (`make_each`), on the writer
+            thread. It gives each change's outcome in order, its answer or its refusal, and
+            raises `StoreUnavailable` when the batch as a whole fails (no connection, the
+            commit).
         wait: seconds a request waits for its batch to begin before it is answered unavailable
             (its change is then never made): the bound on a write lock another holds.
         lock: the lock writers of other processes take too, held from before a batch is

@@ -21,7 +21,7 @@ from plantstore.stores import (
     same_plant,
 )
 from plantstore.stores.deadlines import Deadlines
-from plantstore.stores.group_commit import Change, GroupCommit
+from plantstore.stores.group_commit import Change, GroupCommit, make_each
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
@@ -326,7 +326,7 @@ class PostgresStore:
         self._deadlines.close()
 
     def _write(self, changes: Sequence[Change]) -> list[object]:
-        """Make a batch in one transaction, a savepoint each; on the writer thread."""
+        """Make a batch in one transaction; on the writer thread."""
         self._recorded = False
         return self._on_a_connection(partial(_in_one_transaction, changes=changes))
 
@@ -387,21 +387,7 @@ Events = Callable[..., None]
 
 def _in_one_transaction(connection: psycopg.Connection, changes: Sequence[Change]) -> list[object]:
     with connection.transaction():
-        return [_in_savepoint(connection, change) for change in changes]
-
-
-def _in_savepoint(connection: psycopg.Connection, change: Change) -> object:
-    """Make `change`, or undo what of it was made: its answer, or the exception it raised.
-
-    A connection that cannot serve fails the whole batch, as its commit would.
-    """
-    try:
-        with connection.transaction():
-            return change(connection)
-    except _CANNOT_SERVE:
-        raise
-    except Exception as ex:
-        return ex
+        return make_each(connection, changes)
 
 
 def _add(connection: psycopg.Connection, plant_id: int, plant: bytes, events: Events) -> bytes:

@@ -23,7 +23,7 @@ from plantstore.stores import (
     fill_page,
     same_plant,
 )
-from plantstore.stores.group_commit import Change, GroupCommit
+from plantstore.stores.group_commit import Change, GroupCommit, make_each
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
@@ -140,18 +140,6 @@ def _kept(connection: sqlite3.Connection, plant_id: int) -> bytes | None:
 
 #: How a change records its event: `events(connection, make, *args)`.
 Events = Callable[..., None]
-
-
-def _in_savepoint(connection: sqlite3.Connection, change: Change) -> object:
-    """Make `change`, or undo what of it was made: its answer, or the exception it raised."""
-    connection.execute("SAVEPOINT change")
-    try:
-        return change(connection)
-    except Exception as ex:
-        connection.execute("ROLLBACK TO change")
-        return ex
-    finally:
-        connection.execute("RELEASE change")
 
 
 def _add(connection: sqlite3.Connection, plant_id: int, plant: bytes, events: Events) -> bytes:
@@ -399,13 +387,13 @@ class SqliteStore:
             return self._writer.make(change)
 
     def _write(self, changes: Sequence[Change]) -> list[object]:
-        """Make a batch in one transaction, a savepoint each; on the writer thread."""
+        """Make a batch in one transaction; on the writer thread."""
         self._recorded = False
         with self._served():
             connection = self._connection()
             connection.execute("BEGIN IMMEDIATE")
             try:
-                outcomes = [_in_savepoint(connection, change) for change in changes]
+                outcomes = make_each(connection, changes)
                 connection.execute("COMMIT")
             except BaseException:
                 if connection.in_transaction:
