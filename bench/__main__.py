@@ -9,10 +9,11 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 from contextlib import ExitStack
 from importlib.metadata import version
 
-from bench import inprocess, loopback, memory, pages, postgres, webhooks
+from bench import durable, inprocess, loopback, memory, pages, postgres, webhooks
 from bench.environs import InvalidRun
 from bench.load import LoadResult
 from bench.profiling import profile
@@ -22,6 +23,7 @@ PARTS = (
     "inprocess",
     "pages",
     "loopback",
+    "durable",
     "loopback-webhooks",
     "delivery",
     "loopback-pages",
@@ -29,7 +31,7 @@ PARTS = (
     "memory",
 )
 #: The parts served by gunicorn over loopback.
-LOOPBACK_PARTS = {"loopback", "loopback-webhooks", "delivery", "loopback-pages", "tail"}
+LOOPBACK_PARTS = {"loopback", "durable", "loopback-webhooks", "delivery", "loopback-pages", "tail"}
 LIBRARIES = ("falcon", "marshmallow", "orjson", "gunicorn")
 
 
@@ -92,33 +94,42 @@ def run_pages(args) -> bool:
     return True
 
 
-def invalid_note(run: LoadResult) -> str:
+def invalid_note(run: LoadResult, expected: int = 200) -> str:
     """Nothing for a valid run; for another, what was wrong with it."""
     if run.valid:
         return ""
-    return f"  INVALID: {run.unexpected} answers not 200, {run.socket_errors} socket errors"
+    return f"  INVALID: {run.unexpected} answers not {expected}, {run.socket_errors} socket errors"
 
 
-def describe_runs(name: str, figures: loopback.Figures) -> str:
+def describe_runs(name: str, figures: loopback.Figures, expected: int = 200) -> str:
     line = (
         f"  {name:18} {figures.per_second:7.0f} req/s  p50 {figures.p50_us / 1000:6.2f} ms"
         f"  p99 {figures.p99_us / 1000:6.2f} ms"
     )
     for run in figures.runs:
-        line += invalid_note(run)
+        line += invalid_note(run, expected)
     return line
 
 
-def print_setup(setup: loopback.Setup, args) -> None:
+def print_setup(setup: loopback.Setup, args, connections: str | None = None) -> None:
     pinning = (
         f"server on CPU {setup.server_cpu}, {setup.generator} on CPU {setup.load_cpu}"
         if setup.server_cpu is not None
         else f"one CPU: server and {setup.generator} share it"
     )
     print(
-        f"  gunicorn -c gunicorn.conf.py; {pinning}; {args.connections} connections;"
+        f"  gunicorn -c gunicorn.conf.py; {pinning}; {connections or args.connections} connections;"
         f" median of {args.loopback_rounds} runs of {args.seconds} s"
     )
+
+
+def start_cluster(stack: ExitStack, setup: loopback.Setup, durable: bool = False):
+    """A PostgreSQL cluster for the parts' PostgreSQL lines, or None, said why, if none can be."""
+    reason = postgres.unavailable()
+    if reason:
+        print(f"\nPostgreSQL: its lines are skipped, {reason}")
+        return None
+    return stack.enter_context(postgres.cluster(setup.server_cpu, durable))
 
 
 def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
@@ -140,6 +151,63 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
         }[store]
         print(describe_runs(store, figures) + f"  {share:4.0%} of floor ({target})")
     return floor.valid and all(figures.valid for figures in results.values())
+
+
+def run_durable(setup: loopback.Setup, args) -> bool:
+    print("\ndurable stores over loopback, against the memory store in the same rounds")
+    print("  POST /plants, a fresh id each request; DELETE /plants/{id}, each stored plant once")
+    print_setup(setup, args, " and ".join(map(str, durable.CONNECTIONS)))
+    directory = tempfile.gettempdir()
+    print(
+        f"  SQLite with synchronous = FULL (the store's own); files in {directory},"
+        f" on {durable.filesystem(directory)}"
+    )
+    with ExitStack() as stack:
+        cluster = start_cluster(stack, setup, durable=True)
+        postgres_url = None
+        if cluster is not None:
+            settings = postgres.durability(cluster.url())
+            print("  PostgreSQL with " + ", ".join(f"{k} = {v}" for k, v in settings.items()))
+            if set(settings.values()) != {"on"}:
+                print("  INVALID: PostgreSQL's commits would not wait for the disk")
+                return False
+            postgres_url = postgres.create_database(cluster, "plants_durable")
+        try:
+            results = durable.measure(setup, postgres_url, args.loopback_rounds, args.seconds)
+        except InvalidRun as ex:
+            print(f"  INVALID: {ex}")
+            return False
+    valid = True
+    for connections, cases in results.items():
+        for case, measured in cases.items():
+            print(f"  {case}, {connections} connections")
+            expected = 204 if case == "deletes" else 200
+            memory = measured["memory"].figures
+            for store, store_measured in measured.items():
+                print(describe_runs(store, store_measured.figures, expected))
+                if store != "memory":
+                    verdicts = durable_verdicts(connections, case, memory, store_measured)
+                    print(f"  {'':18} {verdicts}")
+                valid &= store_measured.figures.valid
+    return valid
+
+
+def durable_verdicts(
+    connections: int, case: str, memory: loopback.Figures, measured: durable.Measured
+) -> str:
+    """A durable store's share of the memory store's requests/s, its p99 as a multiple of the
+    memory store's, each against its target, and its commits a change.
+    """
+    share = measured.figures.per_second / memory.per_second
+    line = f"{share:4.0%} of memory"
+    if case == "creates":
+        target = durable.CREATES_TARGETS[connections]
+        line += f" (target ≥ {target:.0%}: {verdict(share >= target)})"
+    tail = measured.figures.p99_us / memory.p99_us
+    line += f", p99 {tail:5.1f}x memory's (target ≤ {durable.P99_TARGET}x:"
+    line += f" {verdict(tail <= durable.P99_TARGET)}), commits a change "
+    commits = measured.commits_per_change
+    return line + ("n/a" if commits is None else f"{commits:4.2f}")
 
 
 def run_loopback_webhooks(setup: loopback.Setup, args) -> bool:
@@ -257,7 +325,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="PART",
         help="what to measure (all by default): inprocess (POST, GET /plants/{id}),"
         " pages (in process), loopback (POST throughput), loopback-webhooks (the same, with"
-        " webhooks to a subscriber that never answers), delivery (webhooks' delay and"
+        " webhooks to a subscriber that never answers), durable (creates and deletes on"
+        " SQLite and on a PostgreSQL with fsync on, against the memory store, at 8 and 64"
+        " connections whatever --connections says), delivery (webhooks' delay and"
         " throughput), loopback-pages, tail, memory",
     )
     parser.add_argument("--rounds", type=int, default=15, help="in-process rounds")
@@ -311,13 +381,11 @@ def main(argv: list[str]) -> int:
         with ExitStack() as stack:
             cluster = None
             if {"loopback", "loopback-pages"} & set(args.parts):
-                reason = postgres.unavailable()
-                if reason:
-                    print(f"\nPostgreSQL: its lines are skipped, {reason}")
-                else:
-                    cluster = stack.enter_context(postgres.cluster(setup.server_cpu))
+                cluster = start_cluster(stack, setup)
             if "loopback" in args.parts:
                 valid &= run_loopback(setup, cluster, args)
+            if "durable" in args.parts:
+                valid &= run_durable(setup, args)
             if "loopback-webhooks" in args.parts:
                 valid &= run_loopback_webhooks(setup, args)
             if "delivery" in args.parts:

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import count, cycle
+from typing import ClassVar
 
 from bench.environs import AUTHORIZED, READER, plant_body
 
@@ -21,6 +22,7 @@ class Creates:
     """`POST /plants`, a fresh id each request from `first_id` on: every request creates."""
 
     first_id: int
+    expected: ClassVar[int] = 200
 
     def requests(self) -> Iterator[Request]:
         return (("POST", "/plants", plant_body(plant_id)) for plant_id in count(self.first_id))
@@ -31,12 +33,31 @@ class Reads:
     """`GET` of each of `paths` in turn, over and over."""
 
     paths: tuple[str, ...]
+    expected: ClassVar[int] = 200
 
     def requests(self) -> Iterator[Request]:
         return (("GET", path, None) for path in cycle(self.paths))
 
 
-Workload = Creates | Reads
+@dataclass(frozen=True)
+class Deletes:
+    """`DELETE /plants/{id}` of each of `ids` in turn: each plant once, while the ids last.
+
+    Sent again once they ran out, an id answers 404, another status than the one expected.
+    """
+
+    ids: tuple[int, ...]
+    expected: ClassVar[int] = 204
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(f"/plants/{plant_id}" for plant_id in self.ids)
+
+    def requests(self) -> Iterator[Request]:
+        return (("DELETE", path, None) for path in cycle(self.paths))
+
+
+Workload = Creates | Reads | Deletes
 
 
 @dataclass(frozen=True)
@@ -54,7 +75,9 @@ class LoadResult:
 
     @property
     def valid(self) -> bool:
-        """A run where any answer was not 200, or a connection failed, measured something else."""
+        """A run where any answer had another status than the one expected, or a connection
+        failed, measured something else.
+        """
         return self.unexpected == 0 and self.socket_errors == 0 and self.requests > 0
 
 
@@ -80,12 +103,13 @@ def python_load(
     whichever connection is free then, taken in turn: a load that does not follow the server's
     speed, which wrk cannot send. One thread and a selector: the generator's own cost stays low
     and it needs nothing beyond Python. Each answer is read whole (by its Content-Length) and
-    its status checked.
+    its status checked against the workload's.
     """
     selector = selectors.DefaultSelector()
     requests = workload.requests()
     latencies: list[int] = []
     unexpected = socket_errors = sent = 0
+    expected = b"%d" % workload.expected
     state: dict[socket.socket, list] = {}
     idle: deque[socket.socket] = deque()
 
@@ -123,12 +147,17 @@ def python_load(
             sent_at, received = state[sock]
             received += chunk
             head_end = received.find(b"\r\n\r\n")
-            length = _CONTENT_LENGTH.search(received, 0, head_end) if head_end >= 0 else None
-            if length is None or len(received) < head_end + 4 + int(length[1]):
+            if head_end < 0:
+                state[sock][1] = received
+                continue
+            # The service sends a Content-Length with every body: an answer without one (a
+            # 204) has none.
+            length = _CONTENT_LENGTH.search(received, 0, head_end)
+            if len(received) < head_end + 4 + (int(length[1]) if length else 0):
                 state[sock][1] = received
                 continue
             latencies.append(time.perf_counter_ns() - sent_at)
-            if received[9:12] != b"200":
+            if received[9:12] != expected:
                 unexpected += 1
             del state[sock]
             idle.append(sock)

@@ -34,6 +34,15 @@ class Figures:
     p99_us: float
     runs: list[LoadResult]
 
+    @classmethod
+    def of(cls, runs: list[LoadResult]) -> "Figures":
+        return cls(
+            per_second=statistics.median(run.per_second for run in runs),
+            p50_us=statistics.median(run.p50_us for run in runs),
+            p99_us=statistics.median(run.p99_us for run in runs),
+            runs=runs,
+        )
+
     @property
     def valid(self) -> bool:
         return all(run.valid for run in self.runs)
@@ -125,15 +134,7 @@ def compare(
                     port = running[loads[name].server].port
                     workload = loads[name].workload(round_number)
                     runs[name].append(setup.load(port, workload, seconds, connections))
-    return {
-        name: Figures(
-            per_second=statistics.median(run.per_second for run in results),
-            p50_us=statistics.median(run.p50_us for run in results),
-            p99_us=statistics.median(run.p99_us for run in results),
-            runs=results,
-        )
-        for name, results in runs.items()
-    }
+    return {name: Figures.of(results) for name, results in runs.items()}
 
 
 def stores(tmp: str, postgres_url: str | None) -> dict[str, dict[str, str]]:

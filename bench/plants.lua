@@ -4,9 +4,11 @@
 --     wrk calls request() once more before the run to check the script: that id is skipped,
 --     and no id is ever sent twice. With ACKED_FILE, the id of every plant answered 200 is
 --     written there, one a line: the name carries the id, so the answer tells which it was;
---   read FILE: GET each path of FILE (one a line) in turn, over and over.
--- The last line printed is `BENCH {...}`: the run's figures, and the answers that were not 200
--- by status.
+--   read FILE: GET each path of FILE (one a line) in turn, over and over;
+--   delete FILE: DELETE each path of FILE in turn, and expect 204: each plant is deleted once
+--     while the paths last, and a path sent again (they ran out) answers 404.
+-- The last line printed is `BENCH {...}`: the run's figures, and the answers of another status
+-- than the one expected (200, or 204 to a delete) by status.
 
 local threads = {}
 
@@ -20,6 +22,7 @@ function init(args)
   stride = tonumber(args[2])
   other_statuses = {}
   acked = {}
+  expected = 200
   if args[3] == "create" then
     next_id = tonumber(args[4]) + offset
     acked_file = args[5]
@@ -32,7 +35,12 @@ function init(args)
     end
     next_path = offset % #paths + 1
     headers = {["Authorization"] = token}
-    request = read
+    method = "GET"
+    if args[3] == "delete" then
+      method = "DELETE"
+      expected = 204
+    end
+    request = send_path
   end
 end
 
@@ -43,14 +51,14 @@ function create()
   return wrk.format("POST", "/plants", headers, body)
 end
 
-function read()
+function send_path()
   local path = paths[next_path]
   next_path = (next_path + stride - 1) % #paths + 1
-  return wrk.format("GET", path, headers)
+  return wrk.format(method, path, headers)
 end
 
 function response(status, headers, body)
-  if status ~= 200 then
+  if status ~= expected then
     other_statuses[status] = (other_statuses[status] or 0) + 1
   elseif acked_file then
     table.insert(acked, body:match('"plant%-(%-?%d+)"'))

@@ -1,9 +1,11 @@
-"""A throwaway PostgreSQL cluster for the loopback parts, started by the bench itself.
+"""Throwaway PostgreSQL clusters for the loopback parts, started by the bench itself.
 
-It is the tests' cluster (tests/postgres_server.py: loopback only, run as the `postgres` user
-when root), started while this process is pinned to the server's CPU, so that PostgreSQL's
-processes share that CPU with gunicorn and leave the other to the load generator. Like the
-tests', it runs with `fsync` off: its creates do not wait for the disk, unlike SQLite's.
+They are the tests' clusters (tests/postgres_server.py: loopback only, run as the `postgres`
+user when root), started while this process is pinned to the server's CPU, so that PostgreSQL's
+processes share that CPU with gunicorn and leave the other to the load generator. The cluster
+of `loopback` and `loopback-pages` runs with `fsync` off, like the tests': its creates do not
+wait for the disk, unlike SQLite's. That of `durable` is a durable one, with `fsync` and
+`synchronous_commit` on, as a deployed server runs: its commits wait for the disk.
 """
 
 import importlib.util
@@ -12,6 +14,9 @@ from contextlib import contextmanager
 
 from bench.loopback import pinned
 from tests.postgres_server import PostgresServer, find_bindir
+
+#: The settings that make a commit wait for the disk, each `on` in a durable cluster.
+DURABILITY = ("fsync", "synchronous_commit")
 
 
 def unavailable() -> str | None:
@@ -27,9 +32,9 @@ def unavailable() -> str | None:
 
 
 @contextmanager
-def cluster(cpu: int | None) -> Iterator[PostgresServer]:
+def cluster(cpu: int | None, durable: bool = False) -> Iterator[PostgresServer]:
     with pinned(cpu):
-        server = PostgresServer(find_bindir())
+        server = PostgresServer(find_bindir(), durable)
     try:
         yield server
     finally:
@@ -45,3 +50,15 @@ def create_database(server: PostgresServer, name: str) -> str:
     with psycopg.connect(server.url(), autocommit=True) as connection:
         connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return server.url(name)
+
+
+def durability(url: str) -> dict[str, str]:
+    """Each of `DURABILITY` as the server at `url` reports it (`SHOW`)."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url) as connection:
+        return {
+            name: connection.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]
+            for name in DURABILITY
+        }

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from bench.environs import TOKEN
-from bench.load import Creates, LoadResult, Workload
+from bench.load import Creates, Deletes, LoadResult, Workload
 
 SCRIPT = Path(__file__).with_name("plants.lua")
 APT_GET = ["apt-get", "-o", "DPkg::Lock::Timeout=600"]
@@ -29,7 +29,7 @@ def wrk_load(
 ) -> LoadResult:
     """Run wrk (one thread: it has one CPU) and read the figures its script prints.
 
-    A workload of reads reaches the script as a file of paths, one a line.
+    A workload of reads or deletes reaches the script as a file of paths, one a line.
     """
     with tempfile.NamedTemporaryFile("w", suffix=".paths") as paths:
         if isinstance(workload, Creates):
@@ -37,7 +37,7 @@ def wrk_load(
         else:
             paths.write("".join(f"{path}\n" for path in workload.paths))
             paths.flush()
-            mode = ["read", paths.name]
+            mode = ["delete" if isinstance(workload, Deletes) else "read", paths.name]
         figures = run_script(wrk, port, seconds, connections, TOKEN, *mode)
     return LoadResult(
         requests=figures["requests"],

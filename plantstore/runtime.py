@@ -5,6 +5,7 @@ import threading
 from standardwebhooks import Webhook
 
 from plantstore.config import Config
+from plantstore.operations.metrics import count_commit
 from plantstore.stores import PlantStore, open_store
 from plantstore.stores.gate import GatedStore
 from plantstore.webhooks.deliverer import Deliverer
@@ -28,7 +29,10 @@ class Runtime:
     def __init__(self, config: Config) -> None:
         committed = threading.Event()
         self._opened = open_store(
-            config.store_url, [subscriber_key(url) for url in config.webhook_urls], committed.set
+            config.store_url,
+            [subscriber_key(url) for url in config.webhook_urls],
+            committed.set,
+            count_commit,
         )
         #: What the app serves requests from.
         self.store: PlantStore = (

@@ -31,7 +31,8 @@ class GunicornServer:
     gunicorn's output comes back from `stop()`; with `log_dir` it goes to `access.log` and
     `error.log` there instead of a pipe, for runs long enough to fill a pipe. With `cpu`, the
     server runs on that CPU alone (the benchmark's load generator takes the other). `command`
-    runs in `cwd`: `gunicorn -c gunicorn.conf.py` from the project's root by default.
+    runs in `cwd`: `gunicorn -c gunicorn.conf.py` from the project's root by default. The
+    master and its workers are a process group of their own, which `kill()` ends whole.
     """
 
     def __init__(
@@ -67,6 +68,7 @@ class GunicornServer:
                 stdout=stdout,
                 stderr=stderr,
                 text=True,
+                process_group=0,
                 preexec_fn=None if cpu is None else lambda: os.sched_setaffinity(0, {cpu}),
             )
 
@@ -78,6 +80,11 @@ class GunicornServer:
         """The master's children: its workers, as the kernel lists them."""
         children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text()
         return [int(pid) for pid in children.split()]
+
+    def kill(self) -> None:
+        """SIGKILL the master and every worker at once, as `kill -9 -PGID` does: none of them
+        answers, logs or forks again, as after a crash of the whole service."""
+        os.killpg(self.pid, signal.SIGKILL)
 
     def connect(self, timeout: float = 30) -> http.client.HTTPConnection:
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)

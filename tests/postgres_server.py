@@ -43,10 +43,16 @@ def _free_port() -> int:
 
 
 class PostgresServer:
-    """A cluster of its own in a temporary directory, listening on 127.0.0.1 only."""
+    """A cluster of its own in a temporary directory, listening on 127.0.0.1 only.
 
-    def __init__(self, bindir: Path) -> None:
+    It runs with `fsync` off, as tests need no disk to survive them; a `durable` one keeps
+    `fsync` and `synchronous_commit` on, as a deployed server does, for the benchmark to
+    measure commits that wait for the disk.
+    """
+
+    def __init__(self, bindir: Path, durable: bool = False) -> None:
         self._bindir = bindir
+        self._durable = durable
         self._directory = Path(tempfile.mkdtemp(prefix="plantstore-postgres-"))
         self._as_owner: list[str] = []
         if os.geteuid() == 0:
@@ -65,8 +71,9 @@ class PostgresServer:
         """Start and wait until it accepts connections (`pg_ctl -w`)."""
         options = (
             f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories='' "
-            # A test cluster, thrown away after: no need to wait for the disk.
-            "-c fsync=off -c max_connections=200"
+            "-c max_connections=200 "
+            # Named either way, so that no configuration file decides it.
+            + ("-c fsync=on -c synchronous_commit=on" if self._durable else "-c fsync=off")
         )
         self._run("pg_ctl", "start", "-w", "-D", self._data, "-l", self.log, "-o", options)
 

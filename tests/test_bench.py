@@ -12,8 +12,9 @@ from types import SimpleNamespace
 
 import falcon.testing
 import pytest
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from bench import inprocess, pages, webhooks
+from bench import durable, inprocess, pages, postgres, webhooks
 from bench.environs import (
     AUTHORIZED,
     CONFIG,
@@ -24,13 +25,14 @@ from bench.environs import (
     replay,
     tag_of,
 )
-from bench.load import Creates, python_load
-from bench.loopback import choose_setup
+from bench.load import Creates, Deletes, python_load
+from bench.loopback import choose_setup, pinned
 from bench.server import ROOT, Server, server_environ
 from bench.stock import Stock, document, fill_postgres, fill_sqlite
 from plantstore.app import create_app
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
+from tests.postgres_server import PostgresServer
 from tests.webhook_receiver import Delivery
 
 #: The floor, and every case the bench holds to a target.
@@ -164,6 +166,72 @@ def test_postgresql_is_filled_as_the_service_would_fill_it(postgres_url):
     assert_filled_like_the_service(postgres_url, Stock(pages.TAG_PLANTS))
 
 
+def scrape_of(commits: dict[str, int], changes: dict[str, int]) -> str:
+    """What /metrics shows with these commits and changes counted, by the label `store`."""
+    registry = CollectorRegistry()
+    for name, by_label in (("commits", commits), ("changes", changes)):
+        counter = Counter(f"plantstore_store_{name}", name, ["store"], registry=registry)
+        for label, value in by_label.items():
+            counter.labels(label).inc(value)
+    return generate_latest(registry).decode()
+
+
+def counted(commits: int, changes: int) -> dict[str, float]:
+    return durable.store_counters(scrape_of({"sqlite": commits}, {"sqlite": changes}))
+
+
+def test_commits_and_changes_are_summed_over_their_labels():
+    metrics = scrape_of({"a": 2, "b": 3}, {"a": 7, "b": 13})
+    assert durable.store_counters(metrics) == {durable.COMMITS: 5, durable.CHANGES: 20}
+
+
+def test_commits_a_change_are_those_of_every_run_together():
+    commits = durable.Commits()
+    commits.add(counted(1, 1), counted(3, 9))
+    commits.add(counted(3, 9), counted(4, 11))
+    assert commits.per_change == 3 / 10
+
+
+def test_commits_and_changes_not_counted_before_a_run_count_from_nothing():
+    commits = durable.Commits()
+    commits.add(durable.store_counters(scrape_of({}, {})), counted(1, 4))
+    assert commits.per_change == 1 / 4
+
+
+@pytest.mark.parametrize(
+    "before, after", [("", ""), (scrape_of({"a": 1}, {}), scrape_of({"a": 2}, {}))]
+)
+def test_a_service_that_does_not_count_commits_and_changes_has_no_figure(before, after):
+    commits = durable.Commits()
+    commits.add(counted(1, 1), counted(2, 2))
+    commits.add(durable.store_counters(before), durable.store_counters(after))
+    assert commits.per_change is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("generator", ["wrk", "python"])
+def test_each_plant_is_deleted_once_and_one_sent_again_makes_the_run_invalid(generator):
+    setup = choose_setup(generator)
+    with Server(None, server_environ()) as server, pinned(setup.load_cpu):
+        server.warm_up(Creates(0), requests=100)
+        run = setup.load(server.port, Deletes(tuple(range(100))), seconds=1, connections=4)
+    assert run.requests - run.unexpected == 100
+    assert run.unexpected > 0
+    assert not run.valid
+
+
+@pytest.mark.slow
+def test_the_durable_parts_cluster_waits_for_the_disk_and_the_tests_does_not(
+    postgres_bindir, postgres_server_url
+):
+    server = PostgresServer(postgres_bindir, durable=True)
+    try:
+        assert postgres.durability(server.url()) == {"fsync": "on", "synchronous_commit": "on"}
+    finally:
+        server.remove()
+    assert postgres.durability(postgres_server_url)["fsync"] == "off"
+
+
 @pytest.mark.slow
 def test_a_paced_load_sends_at_its_rate():
     with Server(None, server_environ(), "bench.floor:app") as server:
@@ -183,12 +251,10 @@ def test_every_event_of_a_paced_load_arrives_and_is_timed():
         assert delivery.delivered_per_second > 0, store
 
 
-@pytest.mark.slow
-def test_the_parts_over_loopback_run_and_every_answer_is_200():
-    """Every server, load and check, for one second each, with the Python load generator."""
-    arguments = ["--parts", "loopback", "loopback-webhooks", "delivery", "loopback-pages", "tail"]
-    arguments += ["--generator", "python"]
-    arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
+def run_bench(*arguments: str) -> str:
+    """Run `python -m bench` with `arguments`; check that it found every answer as expected, and
+    give what it printed.
+    """
     done = subprocess.run(
         [sys.executable, "-m", "bench", *arguments],
         cwd=ROOT,
@@ -198,3 +264,28 @@ def test_the_parts_over_loopback_run_and_every_answer_is_200():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "INVALID" not in done.stdout
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_the_parts_over_loopback_run_and_every_answer_is_200():
+    """Every server, load and check, for one second each, with the Python load generator."""
+    arguments = ["--parts", "loopback", "loopback-webhooks", "delivery", "loopback-pages", "tail"]
+    arguments += ["--generator", "python"]
+    arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
+    run_bench(*arguments)
+
+
+@pytest.mark.slow
+def test_the_durable_part_runs_every_case_and_every_answer_is_as_expected():
+    """Every store, case and connection count for a second, with wrk when it can be had."""
+    printed = run_bench("--parts", "durable", "--loopback-rounds", "1", "--seconds", "1")
+    durable_stores = 1
+    if postgres.unavailable() is None:
+        assert "PostgreSQL with fsync = on, synchronous_commit = on" in printed
+        durable_stores = 2
+    for connections in durable.CONNECTIONS:
+        for case in durable.CASES:
+            assert f"  {case}, {connections} connections\n" in printed
+    compared = [line for line in printed.splitlines() if "x memory's (target ≤ 3x: " in line]
+    assert len(compared) == len(durable.CONNECTIONS) * len(durable.CASES) * durable_stores

@@ -97,7 +97,7 @@ def test_nginxs_405_for_trace_is_the_services_answer_with_the_paths_allow():
     location = block(f"    location = {uri}")
     assert "\n        internal;\n" in location
     assert "\n        proxy_method TRACE;\n" in location
-    assert "\n        proxy_pass_request_body off;\n" in location
+    assert '\n        proxy_set_body "";\n' in location
     assert "\n        proxy_pass http://plantstore$request_uri;" in location
     assert "proxy_set_header" not in location
 

@@ -316,11 +316,21 @@ def test_what_nginx_leaves_out_or_reads_as_http_1_1_is_served(edge, head):
     [("/healthz", 405, "GET, HEAD, OPTIONS"), ("/nowhere", 404, None)],
     ids=["a path", "no path"],
 )
+@pytest.mark.parametrize(
+    ("headers", "body"),
+    [
+        ({}, b""),
+        ({"Content-Length": str(len(PLANT))}, PLANT),
+        ({"Transfer-Encoding": "chunked"}, chunked(PLANT)),
+    ],
+    ids=["no body", "a body", "a chunked body"],
+)
 def test_trace_which_nginx_refuses_itself_is_answered_as_the_service_answers(
-    edge, path, status, allow
+    edge, path, status, allow, headers, body
 ):
-    """With the Allow of the path, which nginx cannot know."""
-    (answer,), _ = answers(edge, request_head("TRACE", path, {}))
+    """With the Allow of the path, which nginx cannot know. nginx drops a body it refuses: the
+    service is asked without one, and does not wait for it."""
+    (answer,), _ = answers(edge, request_head("TRACE", path, headers) + body)
     assert (answer.status, answer.json()["error"]) == (status, status)
     assert answer.headers.get("allow") == allow
 

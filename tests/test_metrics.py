@@ -81,6 +81,37 @@ def test_requests_are_counted_by_route_template_method_and_status(client):
     assert requests(samples, "/plants", "GET", "200") == 1
 
 
+def test_puts_and_conditional_answers_are_counted_by_route_template(client):
+    growth = Growth(client)
+    tag = client.simulate_put("/plants/1", json=FERN).headers["etag"]
+    for _ in range(2):
+        assert client.simulate_put("/plants/1", json=FERN).status_code == 200
+    assert (
+        client.simulate_put("/plants/1", json=FERN, headers={"If-None-Match": "*"}).status_code
+        == 412
+    )
+    assert client.simulate_put("/plants/1", json={"id": "x"}).status_code == 400
+    assert (
+        client.simulate_put("/plants/1", body="fern", content_type="text/plain").status_code == 415
+    )
+    for method in ("GET", "HEAD"):
+        conditional = client.simulate_request(method, "/plants/1", headers={"If-None-Match": tag})
+        assert conditional.status_code == 304
+    assert client.simulate_delete("/plants/1", headers={"If-Match": '"other"'}).status_code == 412
+
+    samples = growth()
+    route = "/plants/{plant_id}"
+    assert requests(samples, route, "PUT", "201") == 1
+    assert requests(samples, route, "PUT", "200") == 2
+    assert requests(samples, route, "PUT", "412") == 1
+    assert requests(samples, route, "PUT", "400") == 1
+    assert requests(samples, route, "PUT", "415") == 1
+    assert requests(samples, route, "GET", "304") == 1
+    assert requests(samples, route, "HEAD", "304") == 1
+    assert requests(samples, route, "DELETE", "412") == 1
+    assert samples[("plantstore_http_request_duration_seconds_count", ("route", route))] == 9
+
+
 def test_no_label_holds_an_id_a_query_or_a_raw_path(client):
     growth = Growth(client)
     client.simulate_get("/plants/123456789")
@@ -201,6 +232,23 @@ def test_plants_created_and_deleted_are_counted(client):
     assert samples[("plantstore_plants_created_total",)] == 4
     assert samples[("plantstore_plants_deleted_total",)] == 1
     assert not any(key[0].endswith("_created") for key in scrape(client))
+
+
+def test_a_put_that_makes_a_plant_counts_it_created_and_one_that_replaces_does_not(client):
+    """As its webhook tells it: `plant.created` for a PUT's 201, `plant.updated` for its 200."""
+    growth = Growth(client)
+    assert client.simulate_put("/plants/1", json=FERN).status_code == 201
+    assert client.simulate_put("/plants/1", json={"name": "rose"}).status_code == 200
+    assert (
+        client.simulate_put(
+            "/plants/2", json={"name": "ivy"}, headers={"If-Match": "*"}
+        ).status_code
+        == 412
+    )
+    assert client.simulate_delete("/plants/1", headers={"If-Match": "*"}).status_code == 204
+    samples = growth()
+    assert samples[("plantstore_plants_created_total",)] == 1
+    assert samples[("plantstore_plants_deleted_total",)] == 1
 
 
 class UnavailableStore(MemoryStore):

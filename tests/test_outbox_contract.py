@@ -9,7 +9,7 @@ import orjson
 import psycopg
 import pytest
 
-from plantstore.stores import ConditionFailed, Put, StoreUnavailable, open_store, postgres
+from plantstore.stores import ConditionFailed, Put, StoreUnavailable, open_store
 from plantstore.stores.postgres import PostgresStore
 from tests.concurrency import at_once
 
@@ -313,11 +313,14 @@ def test_postgresql_repeating_an_add_whose_commit_went_through_writes_no_second_
 ):
     """A client repeats a request answered 503 when the connection was lost, which may be
     after the commit, its answer lost: the repeat finds the plant, and makes no event."""
-    PostgresStore(postgres_url).close()
+    store = PostgresStore(postgres_url, SUBSCRIBERS)
+    try:
+        assert store.add(1, FERN) == FERN
+        assert store.add(1, FERN) == FERN
+        assert store.delete(1) is True
+        assert store.delete(1) is False
+    finally:
+        store.close()
     with psycopg.connect(postgres_url, autocommit=True) as connection:
-        assert postgres._add(connection, 1, FERN, SUBSCRIBERS) == (True, FERN)
-        assert postgres._add(connection, 1, FERN, SUBSCRIBERS) == (False, FERN)
-        assert postgres._delete(connection, 1, None, SUBSCRIBERS) is True
-        assert postgres._delete(connection, 1, None, SUBSCRIBERS) is False
         events = connection.execute("SELECT DISTINCT webhook_id FROM outbox").fetchall()
     assert len(events) == 2

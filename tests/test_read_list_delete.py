@@ -71,18 +71,19 @@ def test_get_of_an_id_with_no_plant_is_404(client):
     assert_error(client.simulate_get("/plants/2"), 404, "2")
 
 
+#: A path's `{id}`s that are not a decimal int64, each with why.
+NOT_IDS = [
+    ("abc", "Not a decimal integer."),
+    ("1.5", "Not a decimal integer."),
+    ("1e3", "Not a decimal integer."),
+    ("%201", "Not a decimal integer."),
+    ("9223372036854775808", "Must be an int64"),
+    ("-9223372036854775809", "Must be an int64"),
+]
+
+
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
-@pytest.mark.parametrize(
-    ("text", "why"),
-    [
-        ("abc", "Not a decimal integer."),
-        ("1.5", "Not a decimal integer."),
-        ("1e3", "Not a decimal integer."),
-        ("%201", "Not a decimal integer."),
-        ("9223372036854775808", "Must be an int64"),
-        ("-9223372036854775809", "Must be an int64"),
-    ],
-)
+@pytest.mark.parametrize(("text", "why"), NOT_IDS)
 def test_an_id_that_is_not_a_decimal_int64_is_400_naming_id(client, method, text, why):
     assert_error(client.simulate_request(method, f"/plants/{text}"), 400, f"id: {why}")
 

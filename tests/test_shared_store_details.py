@@ -48,24 +48,6 @@ def test_sqlite_close_folds_the_log_into_the_file(tmp_path):
     assert not (tmp_path / "plants.db-wal").exists()
 
 
-def test_sqlite_add_takes_again_an_id_freed_between_its_insert_and_its_select(tmp_path):
-    store = SqliteStore(str(tmp_path / "plants.db"))
-    other = SqliteStore(str(tmp_path / "plants.db"))
-    store.add(1, FERN)
-    deleted = []
-
-    def delete_before_the_select(statement):
-        if statement.startswith("SELECT plant FROM plants") and not deleted:
-            deleted.append(other.delete(1))
-
-    store._connection().set_trace_callback(delete_before_the_select)
-    assert store.add(1, ROSE) == ROSE
-    assert deleted == [True]
-    assert other.get(1) == ROSE
-    store.close()
-    other.close()
-
-
 def sqlite_plan(connection, after, limit, tag):
     query, values = page_query(after, limit, tag, plant=PLANT_BYTES, marker="?")
     return [row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {query}", values)]

@@ -5,6 +5,7 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import orjson
 import pytest
@@ -15,6 +16,7 @@ from plantstore.api.schemas import INT64_MAX, INT64_MIN, MAX_PAGE_BYTES, PlantSc
 from plantstore.stores import (
     ID_BYTES,
     ConditionFailed,
+    Page,
     PlantStore,
     Put,
     open_store,
@@ -106,19 +108,46 @@ def test_delete_tells_whether_there_was_a_plant_and_frees_the_id(any_store):
     assert any_store.page(None, 10, None, MAX_PAGE_BYTES).plants == [(1, FERN), (2, FERN)]
 
 
-def walk(
-    store: PlantStore, limit: int, tag: str | None = None, max_bytes: int = MAX_PAGE_BYTES
-) -> list[tuple[int, bytes]]:
-    """Every plant the pages give, each page starting after the last id of the one before,
-    up to the first that is not full."""
-    plants, after = [], None
-    while True:
+def page_ids(page: Page, after: int | None, limit: int) -> list[int]:
+    """The ids on `page`, read after `after` with `limit`, asserted to be what any page must hold
+    whatever other threads do meanwhile: the next page starts after the last of them, so ids out
+    of order, or at or below `after`, would make a walk repeat or skip plants."""
+    ids = [plant_id for plant_id, _ in page.plants]
+    assert len(ids) <= limit, f"{len(ids)} plants on a page of {limit}"
+    assert all(a < b for a, b in pairwise(ids)), f"a page's ids do not ascend: {ids}"
+    assert after is None or not ids or ids[0] > after, f"a page after {after} holds {ids}"
+    return ids
+
+
+def walk_pages(
+    store: PlantStore,
+    held: int,
+    limit: int,
+    tag: str | None = None,
+    max_bytes: int = MAX_PAGE_BYTES,
+) -> list[list[tuple[int, bytes]]]:
+    """The pages from the first, each starting after the last id of the one before, up to the
+    first that is not full, from a store holding `held` plants that match `tag`.
+
+    Every page but the last holds one of them at least, each above those before, so `held + 1`
+    pages end a walk: a store that gives a full page again, or calls an empty one full, fails
+    at that page, and any other walk that would not end fails at the bound, not hanging the run.
+    """
+    pages, after = [], None
+    for _ in range(held + 1):
         page = store.page(after, limit, tag, max_bytes)
-        assert len(page.plants) <= limit
-        plants += page.plants
+        ids = page_ids(page, after, limit)
+        pages.append(page.plants)
         if not page.full:
-            return plants
-        after = page.plants[-1][0]
+            return pages
+        assert ids, f"an empty page after {after} says more may follow"
+        after = ids[-1]
+    pytest.fail(f"{held + 1} pages did not end a walk of {held} plants")
+
+
+def walk(store: PlantStore, held: int, *read: int | str | None) -> list[tuple[int, bytes]]:
+    """Every plant the pages of `walk_pages` give, read with its `limit`, `tag` and `max_bytes`."""
+    return [pair for page in walk_pages(store, held, *read) for pair in page]
 
 
 EDGE_IDS = [INT64_MIN, INT64_MIN + 1, -2, 0, 1, 2**31, INT64_MAX - 1, INT64_MAX]
@@ -129,7 +158,7 @@ def test_pages_walk_every_plant_in_id_order(any_store, limit):
     plants = {plant_id: document(f"plant {plant_id}") for plant_id in EDGE_IDS}
     for plant_id in reversed(EDGE_IDS):
         any_store.add(plant_id, plants[plant_id])
-    assert walk(any_store, limit) == sorted(plants.items())
+    assert walk(any_store, len(plants), limit) == sorted(plants.items())
 
 
 @pytest.mark.parametrize(
@@ -188,21 +217,13 @@ def test_a_page_fits_in_its_bytes_but_holds_one_plant_at_least(any_store, limit,
             # What the service answers for it: never more than the bytes allowed, but a plant.
             answered = sum(len(stored_plant(*pair)) for pair in page.plants)
             assert answered <= max_bytes or len(page.plants) == 1
-        assert walk(any_store, limit, tag, max_bytes) == chosen
+        assert walk(any_store, len(chosen), limit, tag, max_bytes) == chosen
 
 
 def test_a_page_of_plants_larger_than_its_bytes_holds_one_each(any_store):
     for plant_id, plant in SIZED.items():
         any_store.add(plant_id, plant)
-    pages = []
-    after = None
-    while True:
-        page = any_store.page(after, 100, None, 0)
-        pages.append(page.plants)
-        if not page.full:
-            break
-        after = page.plants[-1][0]
-    assert pages == [[pair] for pair in SIZED.items()]
+    assert walk_pages(any_store, len(SIZED), 100, None, 0) == [[pair] for pair in SIZED.items()]
 
 
 def test_a_page_of_large_plants_reads_little_more_than_it_answers(any_store):
@@ -240,7 +261,7 @@ def test_a_tag_matches_exactly_that_tag(any_store):
             plant_id += 1000
     for tag, plants in tagged.items():
         assert any_store.page(None, 10, tag, MAX_PAGE_BYTES).plants == plants
-        assert walk(any_store, 1, tag) == plants
+        assert walk(any_store, len(plants), 1, tag) == plants
         assert any_store.page(plants[0][0], 10, tag, MAX_PAGE_BYTES).plants == plants[1:]
     assert any_store.page(None, 10, "b", MAX_PAGE_BYTES).plants == []
     assert any_store.page(None, 10, "null", MAX_PAGE_BYTES).plants == []
@@ -559,27 +580,55 @@ def test_every_store_answers_a_sequence_of_any_calls_as_the_model_does(any_store
 
 
 def race_adds_and_deletes(stores: Sequence[PlantStore], rounds: int = 40) -> None:
-    """Let 12 threads add and delete plants of 2 ids at once; assert some serial order explains it.
+    """Let 12 threads add and delete plants of 2 ids at once while 6 more page through them;
+    assert some serial order explains it.
 
     Each add keeps a plant of its own, or answers a plant another add kept; per id, the adds that
     kept theirs and the deletes that found one alternate, so the id ends holding a plant exactly
-    when there was one more of the former, and then one of theirs.
+    when there was one more of the former, and then one of theirs. Each page read meanwhile holds
+    ids above its `after`, in ascending order, each with a plant an add kept.
     """
     plant_ids = (7, INT64_MIN)
+    writers, readers = 12, 6
+    # From the first id, after the first, after a point between them; cut by `limit` or not.
+    reads = [
+        (after, limit, tag)
+        for after in (None, INT64_MIN, 0)
+        for limit in (1, 10)
+        for tag in (None, "tree")
+    ]
+    written = threading.Event()
+    writing = threading.Barrier(writers, action=written.set)
 
-    def contend(n: int) -> list[tuple[str, int, bytes | None, object]]:
-        store = stores[n % len(stores)]
+    def write(n: int, store: PlantStore) -> list[tuple[str, int, bytes | None, object]]:
         calls = []
-        for r in range(rounds):
-            plant_id = plant_ids[(n + r) % len(plant_ids)]
-            if (n + r // 2) % 3:
-                plant = document(f"plant {n} {r}", tag="tree")
-                calls.append(("add", plant_id, plant, store.add(plant_id, plant)))
-            else:
-                calls.append(("delete", plant_id, None, store.delete(plant_id)))
+        try:
+            for r in range(rounds):
+                plant_id = plant_ids[(n + r) % len(plant_ids)]
+                if (n + r // 2) % 3:
+                    plant = document(f"plant {n} {r}", tag="tree")
+                    calls.append(("add", plant_id, plant, store.add(plant_id, plant)))
+                else:
+                    calls.append(("delete", plant_id, None, store.delete(plant_id)))
+        finally:
+            writing.wait()  # even after a failure, so that the readers stop
         return calls
 
-    calls = [call for contender in at_once(12, contend) for call in contender]
+    def read(n: int, store: PlantStore) -> list[tuple[int | None, int, Page]]:
+        """Page for as long as the writers write, so that a store that lets a page meet a change
+        half made shows it."""
+        pages = []
+        while not (pages and written.is_set()):
+            after, limit, tag = reads[(n + len(pages)) % len(reads)]
+            pages.append((after, limit, store.page(after, limit, tag, MAX_PAGE_BYTES)))
+        return pages
+
+    def contend(n: int) -> list[tuple]:
+        store = stores[n % len(stores)]
+        return write(n, store) if n < writers else read(n, store)
+
+    contenders = at_once(writers + readers, contend)
+    calls = [call for contender in contenders[:writers] for call in contender]
     kept = {
         (plant_id, plant)
         for name, plant_id, plant, answer in calls
@@ -588,6 +637,10 @@ def race_adds_and_deletes(stores: Sequence[PlantStore], rounds: int = 40) -> Non
     for name, plant_id, _, answer in calls:
         if name == "add":
             assert (plant_id, answer) in kept
+    for pages in contenders[writers:]:
+        for after, limit, page in pages:
+            page_ids(page, after, limit)
+            assert set(page.plants) <= kept, f"a page holds plants no add kept: {page.plants}"
     balance = Counter(plant_id for plant_id, _ in kept)
     balance.subtract(plant_id for name, plant_id, _, answer in calls if answer is True)
     for plant_id in plant_ids:

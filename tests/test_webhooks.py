@@ -25,6 +25,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from standardwebhooks import Webhook
 
+from plantstore.api.schemas import PlantCreatedSchema, PlantDeletedSchema, PlantUpdatedSchema
 from plantstore.config import Config
 from plantstore.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
@@ -36,6 +37,7 @@ from tests.test_metrics import scrape_server, sqlite_workers
 from tests.webhook_receiver import SECRET, WebhookReceiver
 
 FERN = b'{"name":"fern","tag":"green"}'
+ROSE = {"name": "rose", "tag": "red"}
 #: Seconds any wait on a delivery gets: far more than one takes on loopback.
 PATIENCE = 10.0
 
@@ -496,6 +498,54 @@ def test_the_service_tells_of_every_change_it_answered_and_only_those(
     wait_until(lambda: sample(client, SENT) == sent + 2)
     assert sample(client, "plantstore_webhook_oldest_pending_seconds") == 0
     assert sample(client, FAILED) == failed
+
+
+def test_a_put_tells_of_the_plant_it_made_or_changed_and_of_nothing_else(
+    store_url, worker_app, receiver
+):
+    """Each event as its schema declares it, and a plant's events in the order of its changes
+    by `timestamp`, as a subscriber orders them."""
+    client = service(worker_app, store_url, [receiver.url])
+    sent = sample(client, SENT)
+
+    def put(plant, headers=None, status=200):
+        result = client.simulate_put("/plants/1", json=plant, headers=headers)
+        assert result.status_code == status
+        return result.headers.get("etag")
+
+    read = put({"name": "fern", "tag": "green"}, status=201)
+    assert put({"name": "fern", "tag": "green"}) == read
+    changed = put({"name": "rose", "tag": "red"}, {"If-Match": read})
+    put({"name": "ivy"}, {"If-Match": read}, status=412)
+    put({"name": "ivy"}, {"If-None-Match": "*"}, status=412)
+    assert client.simulate_delete("/plants/1", headers={"If-Match": read}).status_code == 412
+    assert client.simulate_post("/plants", json={"id": 1, "name": "fern"}).status_code == 409
+    assert client.simulate_post("/plants", json={"id": 1, **ROSE}).status_code == 200
+    untagged = put({"name": "ivy"}, {"If-Match": changed})
+    assert client.simulate_delete("/plants/1", headers={"If-Match": untagged}).status_code == 204
+    assert client.simulate_post("/plants", json={"id": 2, "name": "fern"}).status_code == 200
+    assert client.simulate_put("/plants/2", json={"name": "fern"}).status_code == 200
+
+    wait_until(lambda: sample(client, SENT) == sent + 5)
+    assert sample(client, "plantstore_webhook_oldest_pending_seconds") == 0
+    events = list(receiver.events().values())
+    assert len(events) == 5
+    history = [
+        (PlantCreatedSchema, {"id": 1, "name": "fern", "tag": "green"}),
+        (PlantUpdatedSchema, {"id": 1, **ROSE}),
+        (PlantUpdatedSchema, {"id": 1, "name": "ivy"}),
+        (PlantDeletedSchema, {"id": 1}),
+    ]
+    loaded = [one_loaded(events, schema, data) for schema, data in history]
+    stamps = [event["timestamp"] for event in loaded]
+    assert stamps == sorted(stamps)
+    one_loaded(events, PlantCreatedSchema, {"id": 2, "name": "fern"})
+
+
+def one_loaded(events: list[dict], schema, data: dict) -> dict:
+    """The one event of `events` with this `data` that `schema` loads, loaded."""
+    (event,) = [event for event in events if event["data"] == data and not schema().validate(event)]
+    return schema().load(event)
 
 
 def test_a_request_never_waits_for_a_delivery(worker_app, receiver):

@@ -26,8 +26,12 @@ def serialize_error(req, resp, exception: falcon.HTTPError) -> None:
 
 
 def handle_validation_error(req, resp, ex: ValidationError, params) -> None:
-    """Answer 400 naming each wrong field and why, e.g. `id: Not a valid integer.`"""
-    raise falcon.HTTPBadRequest(title="Bad Request", description=describe(ex.messages))
+    """Answer 400 naming each wrong field and why, e.g. `id: Not a valid integer.`
+
+    By the field each message is about, as `normalized_messages` gives them: a schema's errors
+    are so already, but one raised for a single field holds only its messages.
+    """
+    raise falcon.HTTPBadRequest(title="Bad Request", description=describe(ex.normalized_messages()))
 
 
 def handle_store_unavailable(req, resp, ex: StoreUnavailable, params) -> None:

@@ -71,7 +71,7 @@ class Plants:
             given = {name: query[name] for name in ("limit", "tag") if name in req.params}
             query_string = urlencode({**given, "after": page.plants[-1][0]}, quote_via=quote)
             # Quoted, as GitHub writes it and as many clients' parsers expect.
-            resp.append_header("Link", f'<{_own_path(req)}?{query_string}>; rel="next"')
+            resp.append_header("Link", f'<{_mounted(req, req.path)}?{query_string}>; rel="next"')
 
     on_head = on_get
 
@@ -107,7 +107,7 @@ class Plant:
         plant_id = _load_plant_id(plant_id)
         replacement = _REPLACEMENT.load(req.get_media())
         if replacement.get("id", plant_id) != plant_id:
-            raise ValidationError(f"Must be the id of the path, {plant_id}, when given.", "id")
+            raise ValidationError({"id": [f"Must be the id of the path, {plant_id}, when given."]})
         plant = orjson.dumps(_PLANT.dump(replacement))
         try:
             done, kept = self._store.put(plant_id, plant, change_condition(req))
@@ -115,7 +115,7 @@ class Plant:
             raise precondition_failed(plant_id) from None
         if done is Put.CREATED:
             resp.status = falcon.HTTP_201
-            resp.location = _own_path(req)
+            resp.location = _mounted(req, f"/plants/{plant_id}")
         _answer_plant(resp, kept)
 
     def on_delete(self, req, resp, plant_id):
@@ -136,13 +136,13 @@ def _answer_plant(resp: falcon.Response, plant: bytes) -> None:
     resp.etag = etag_of(plant)
 
 
-def _own_path(req: falcon.Request) -> str:
-    """The request's path, where the service is mounted, quoted.
+def _mounted(req: falcon.Request, path: str) -> str:
+    """The service's `path` where the service is mounted, quoted.
 
     With one leading slash: a client resolves `//plants`, which `GET //plants` would give, as a
     URL of the host `plants`.
     """
-    return quote("/" + (req.root_path + req.path).lstrip("/"))
+    return quote("/" + (req.root_path + path).lstrip("/"))
 
 
 def _load_plant_id(text: str) -> int:

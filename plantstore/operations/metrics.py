@@ -1,8 +1,9 @@
 """Prometheus metrics: what an operator watches, counted in every gunicorn worker.
 
 The requests (by route, method and status), their latency and how many are under way; the
-plants created and deleted; the 503s of a store that could not serve; whether the store is
-ready; and the webhooks sent, failed and given up, and how long the oldest pending has waited.
+plants created (by POST or PUT) and deleted; the 503s of a store that could not serve; whether
+the store is ready; and the webhooks sent, failed and given up, and how long the oldest pending
+has waited.
 
 These are prometheus_client's metrics, in its default registry. Under gunicorn they follow the
 rules of its multiprocess mode. `when_ready` (plantstore/serving/settings.py) names a fresh
@@ -70,9 +71,30 @@ IN_FLIGHT = Gauge(
 )
 PLANTS_CREATED = Counter(
     "plantstore_plants_created",
-    "Answers 200 to POST /plants (an identical repeat is answered, and counted, again).",
+    "Answers 200 to POST /plants (an identical repeat is answered, and counted, again) and "
+    "201 to PUT /plants/{id}.",
 )
+#: The answers of a create: a POST's (an identical repeat's too), and a PUT's that made the plant,
+#: which its `plant.created` event tells subscribers of too.
+_CREATED = frozenset({("/plants", "POST", "200"), ("/plants/{plant_id}", "PUT", "201")})
 PLANTS_DELETED = Counter("plantstore_plants_deleted", "Plants deleted (204 to a DELETE).")
+STORE_COMMITS = Counter(
+    "plantstore_store_commits",
+    "Transactions a durable store committed holding requests' changes (group commit).",
+)
+STORE_CHANGES = Counter(
+    "plantstore_store_changes",
+    "Requests' changes a durable store committed: over plantstore_store_commits, how many "
+    "changes a commit holds.",
+)
+
+
+def count_commit(changes: int) -> None:
+    """Count a durable store's commit of `changes` changes (its `on_commit`)."""
+    STORE_COMMITS.inc()
+    STORE_CHANGES.inc(changes)
+
+
 STORE_UNAVAILABLE = Counter(
     "plantstore_store_unavailable",
     "Answers 503 because the store could not serve, by route template.",
@@ -145,7 +167,7 @@ class RequestMetrics:
         # Every 503 the app answers is a store that could not serve.
         if status == "503":
             STORE_UNAVAILABLE.labels(route).inc()
-        elif labels == ("/plants", "POST", "200"):
+        elif labels in _CREATED:
             PLANTS_CREATED.inc()
         elif labels == ("/plants/{plant_id}", "DELETE", "204"):
             PLANTS_DELETED.inc()

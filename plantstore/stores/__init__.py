@@ -232,7 +232,10 @@ def store_kind(url: str) -> str | None:
 
 
 def open_store(
-    url: str, subscribers: Sequence[str] = (), on_event: Callable[[], None] | None = None
+    url: str,
+    subscribers: Sequence[str] = (),
+    on_event: Callable[[], None] | None = None,
+    on_commit: Callable[[int], None] | None = None,
 ) -> PlantStore:
     """Open the store a `PLANTSTORE_STORE` URL names (checked by `plantstore.config`).
 
@@ -241,6 +244,7 @@ def open_store(
 
     With `subscribers` (their keys), it is an `Outbox` too, which writes an event for each of
     them with every change, and calls `on_event` once the change and its events are committed.
+    A durable store calls `on_commit` after each commit, with the number of changes it held.
 
     The SQLite and PostgreSQL modules are imported only when chosen, so the base install
     needs neither psycopg nor anything else beyond the standard library.
@@ -255,12 +259,16 @@ def open_store(
         from plantstore.stores.sqlite_file import started_file
 
         return SqliteStore(
-            url.removeprefix("sqlite:///"), subscribers, on_event, started_with=started_file()
+            url.removeprefix("sqlite:///"),
+            subscribers,
+            on_event,
+            started_with=started_file(),
+            on_commit=on_commit,
         )
     if kind == "postgresql":
         from plantstore.stores.postgres import PostgresStore
 
-        return PostgresStore(url, subscribers, on_event)
+        return PostgresStore(url, subscribers, on_event, on_commit)
     # Not the URL itself: a mistyped PostgreSQL URL may hold a password.
     raise ValueError("PLANTSTORE_STORE names no store")
 

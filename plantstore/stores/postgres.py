@@ -2,7 +2,7 @@
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import closing, nullcontext, suppress
+from contextlib import closing, suppress
 from functools import partial
 from typing import TypeVar
 
@@ -21,6 +21,7 @@ from plantstore.stores import (
     same_plant,
 )
 from plantstore.stores.deadlines import Deadlines
+from plantstore.stores.group_commit import Change, GroupCommit, make_each
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
@@ -228,9 +229,19 @@ class PostgresStore:
         url: str,
         subscribers: Sequence[str] = (),
         on_event: Callable[[], None] | None = None,
+        on_commit: Callable[[int], None] | None = None,
     ) -> None:
         self._subscribers = tuple(subscribers)
         self._on_event = on_event
+        self._on_commit = on_commit
+        #: Whether the writer's batch recorded an event: `on_event` is to hear of its commit.
+        self._recorded = False
+        self._writer = GroupCommit(
+            "plantstore-postgres-writer",
+            self._write,
+            wait=REQUEST_SECONDS,
+            committed=self._committed,
+        )
         # Migrate now when the server is up, so that a schema too new or a database not in UTF8
         # stops the start; when it is down, the pool checks and migrates as it connects.
         self._out_of_reach = True
@@ -252,39 +263,26 @@ class PostgresStore:
         )
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        inserted, kept = self._on_a_connection(
-            partial(_add, plant_id=plant_id, plant=plant, subscribers=self._subscribers)
+        return self._writer.make(
+            partial(_add, plant_id=plant_id, plant=plant, events=self._events), order=plant_id
         )
-        if inserted:
-            self._notify()
-        return kept
 
     def put(
         self, plant_id: int, plant: bytes, condition: Condition | None = None
     ) -> tuple[Put, bytes]:
-        done, kept = self._on_a_connection(
-            partial(
-                _put,
-                plant_id=plant_id,
-                plant=plant,
-                condition=condition,
-                subscribers=self._subscribers,
-            )
+        return self._writer.make(
+            partial(_put, plant_id=plant_id, plant=plant, condition=condition, events=self._events),
+            order=plant_id,
         )
-        if done is not Put.UNCHANGED:
-            self._notify()
-        return done, kept
 
     def get(self, plant_id: int) -> bytes | None:
         return self._on_a_connection(partial(_get, plant_id=plant_id))
 
     def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
-        deleted = self._on_a_connection(
-            partial(_delete, plant_id=plant_id, condition=condition, subscribers=self._subscribers)
+        return self._writer.make(
+            partial(_delete, plant_id=plant_id, condition=condition, events=self._events),
+            order=plant_id,
         )
-        if deleted:
-            self._notify()
-        return deleted
 
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         query = page_query(after, limit, tag, plant="plant::text", marker="%s")
@@ -322,11 +320,28 @@ class PostgresStore:
         return None if row is None else row[0]
 
     def close(self) -> None:
+        """Make the changes queued, then close every connection."""
+        self._writer.close()
         self._pool.close()
         self._deadlines.close()
 
-    def _notify(self) -> None:
-        if self._subscribers and self._on_event is not None:
+    def _write(self, changes: Sequence[Change]) -> list[object]:
+        """Make a batch in one transaction; on the writer thread."""
+        self._recorded = False
+        return self._on_a_connection(partial(_in_one_transaction, changes=changes))
+
+    def _events(self, connection: psycopg.Connection, make: Callable[..., Event], *args) -> None:
+        """Record the event `make(*args)` for every subscriber, in the change's transaction."""
+        if self._subscribers:
+            with connection.cursor() as cursor:
+                cursor.executemany(_OUTBOX["record"], outbox_rows(make(*args), self._subscribers))
+            self._recorded = True
+
+    def _committed(self, changes: int) -> None:
+        """Tell `on_commit` of a batch's commit, and `on_event` if it recorded events."""
+        if self._on_commit is not None:
+            self._on_commit(changes)
+        if self._recorded and self._on_event is not None:
             self._on_event()
 
     def _check(self, connection: psycopg.Connection) -> None:
@@ -366,27 +381,32 @@ class PostgresStore:
         return done
 
 
-def _add(
-    connection: psycopg.Connection, plant_id: int, plant: bytes, subscribers: tuple[str, ...]
-) -> tuple[bool, bytes]:
-    """Keep the plant unless the id is taken; tell whether it was kept, and what the id holds."""
+#: How a change records its event: `events(connection, make, *args)`.
+Events = Callable[..., None]
+
+
+def _in_one_transaction(connection: psycopg.Connection, changes: Sequence[Change]) -> list[object]:
+    with connection.transaction():
+        return make_each(connection, changes)
+
+
+def _add(connection: psycopg.Connection, plant_id: int, plant: bytes, events: Events) -> bytes:
+    """Keep the plant unless the id is taken; give what the id holds."""
     row = (plant_id, plant.decode(), tag_key(plant))
-    # A delete may free the id between the two statements: then take it again. Each is a
-    # statement of its own, so the SELECT sees what committed after the INSERT looked.
+    # Another worker's transaction may free the id between the two statements, each of which
+    # sees what committed before it began: then take it again.
     while True:
-        with _change(connection, subscribers):
-            inserted = connection.execute(
-                "INSERT INTO plants (id, plant, tag) VALUES (%s, %s::json, %s) "
-                "ON CONFLICT (id) DO NOTHING",
-                row,
-            ).rowcount
-            if inserted and subscribers:
-                _record(connection, plant_created(plant_id, plant), subscribers)
+        inserted = connection.execute(
+            "INSERT INTO plants (id, plant, tag) VALUES (%s, %s::json, %s) "
+            "ON CONFLICT (id) DO NOTHING",
+            row,
+        ).rowcount
         if inserted:
-            return True, plant
+            events(connection, plant_created, plant_id, plant)
+            return plant
         kept = _get(connection, plant_id)
         if kept is not None:
-            return False, kept
+            return kept
 
 
 _READ_PLANT = "SELECT plant::text FROM plants WHERE id = %s"
@@ -398,36 +418,33 @@ def _put(
     plant_id: int,
     plant: bytes,
     condition: Condition | None,
-    subscribers: tuple[str, ...],
+    events: Events,
 ) -> tuple[Put, bytes]:
-    """Change what the id holds in one transaction, the row locked from the read to the write.
+    """Change what the id holds, its row locked from the read to the write.
 
-    A free id has no row to lock: an insert racing another for it finds the id taken, and the
-    transaction starts again to read the plant the other kept.
+    A free id has no row to lock: an insert racing another worker's for it finds the id taken,
+    and reads the plant the other kept.
     """
     row = (plant.decode(), tag_key(plant), plant_id)
     while True:
-        with connection.transaction():
-            kept = _get(connection, plant_id, lock=True)
-            if condition is not None and not condition(kept):
-                raise ConditionFailed
-            if kept is None:
-                inserted = connection.execute(
-                    "INSERT INTO plants (plant, tag, id) VALUES (%s::json, %s, %s) "
-                    "ON CONFLICT (id) DO NOTHING",
-                    row,
-                ).rowcount
-                if not inserted:
-                    continue
-                if subscribers:
-                    _record(connection, plant_created(plant_id, plant), subscribers)
-                return Put.CREATED, plant
-            if same_plant(kept, plant):
-                return Put.UNCHANGED, kept
-            connection.execute("UPDATE plants SET plant = %s::json, tag = %s WHERE id = %s", row)
-            if subscribers:
-                _record(connection, plant_updated(plant_id, plant), subscribers)
-            return Put.REPLACED, plant
+        kept = _get(connection, plant_id, lock=True)
+        if condition is not None and not condition(kept):
+            raise ConditionFailed
+        if kept is not None:
+            break
+        inserted = connection.execute(
+            "INSERT INTO plants (plant, tag, id) VALUES (%s::json, %s, %s) "
+            "ON CONFLICT (id) DO NOTHING",
+            row,
+        ).rowcount
+        if inserted:
+            events(connection, plant_created, plant_id, plant)
+            return Put.CREATED, plant
+    if same_plant(kept, plant):
+        return Put.UNCHANGED, kept
+    connection.execute("UPDATE plants SET plant = %s::json, tag = %s WHERE id = %s", row)
+    events(connection, plant_updated, plant_id, plant)
+    return Put.REPLACED, plant
 
 
 def _get(connection: psycopg.Connection, plant_id: int, lock: bool = False) -> bytes | None:
@@ -437,29 +454,15 @@ def _get(connection: psycopg.Connection, plant_id: int, lock: bool = False) -> b
 
 
 def _delete(
-    connection: psycopg.Connection,
-    plant_id: int,
-    condition: Condition | None,
-    subscribers: tuple[str, ...],
+    connection: psycopg.Connection, plant_id: int, condition: Condition | None, events: Events
 ) -> bool:
     # With a condition, the row is locked from the read it is asked of to the delete.
-    with connection.transaction() if condition is not None else _change(connection, subscribers):
-        if condition is not None and not condition(_get(connection, plant_id, lock=True)):
-            raise ConditionFailed
-        deleted = connection.execute("DELETE FROM plants WHERE id = %s", (plant_id,)).rowcount > 0
-        if deleted and subscribers:
-            _record(connection, plant_deleted(plant_id), subscribers)
-    return deleted
-
-
-def _change(connection: psycopg.Connection, subscribers: tuple[str, ...]):
-    """One transaction for a change and its events when there are subscribers; else autocommit."""
-    return connection.transaction() if subscribers else nullcontext()
-
-
-def _record(connection: psycopg.Connection, event: Event, subscribers: tuple[str, ...]) -> None:
-    with connection.cursor() as cursor:
-        cursor.executemany(_OUTBOX["record"], outbox_rows(event, subscribers))
+    if condition is not None and not condition(_get(connection, plant_id, lock=True)):
+        raise ConditionFailed
+    if not connection.execute("DELETE FROM plants WHERE id = %s", (plant_id,)).rowcount:
+        return False
+    events(connection, plant_deleted, plant_id)
+    return True
 
 
 #: Rows of a page that libpq holds at a time: 16 of the largest plants the default

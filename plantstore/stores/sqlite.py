@@ -1,11 +1,15 @@
 """A store in a SQLite file: durable, and shared by every process on one machine."""
 
+import fcntl
 import logging
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
+from contextlib import closing, contextmanager
+from functools import partial
+from typing import TypeVar
 from urllib.parse import quote
 
 from plantstore.stores import (
@@ -19,6 +23,7 @@ from plantstore.stores import (
     fill_page,
     same_plant,
 )
+from plantstore.stores.group_commit import Change, GroupCommit, make_each
 from plantstore.stores.sql import (
     claim_statement,
     deliveries,
@@ -124,6 +129,7 @@ def _key_subscribers(connection: sqlite3.Connection) -> None:
 _STEPS = (_create_plants, _index_tags, _create_outbox, _key_subscribers)
 _OUTBOX = outbox_statements("?")
 _CLAIM = claim_statement("?")
+_T = TypeVar("_T")
 
 
 def _kept(connection: sqlite3.Connection, plant_id: int) -> bytes | None:
@@ -132,11 +138,52 @@ def _kept(connection: sqlite3.Connection, plant_id: int) -> bytes | None:
     return None if kept is None else kept[0].encode()
 
 
-def _make_nothing(make: Callable[..., Event], *args: object) -> None:
-    """Record no event: the store has no subscribers."""
+#: How a change records its event: `events(connection, make, *args)`.
+Events = Callable[..., None]
 
 
-_NO_EVENTS = nullcontext(_make_nothing)
+def _add(connection: sqlite3.Connection, plant_id: int, plant: bytes, events: Events) -> bytes:
+    inserted = connection.execute(
+        "INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        (plant_id, plant.decode(), tag_key(plant)),
+    ).rowcount
+    if not inserted:
+        return _kept(connection, plant_id)
+    events(connection, plant_created, plant_id, plant)
+    return plant
+
+
+def _put(
+    connection: sqlite3.Connection,
+    plant_id: int,
+    plant: bytes,
+    condition: Condition | None,
+    events: Events,
+) -> tuple[Put, bytes]:
+    kept = _kept(connection, plant_id)
+    if condition is not None and not condition(kept):
+        raise ConditionFailed
+    if kept is not None and same_plant(kept, plant):
+        return Put.UNCHANGED, kept
+    row = (plant.decode(), tag_key(plant), plant_id)
+    if kept is None:
+        connection.execute("INSERT INTO plants (plant, tag, id) VALUES (?, ?, ?)", row)
+        events(connection, plant_created, plant_id, plant)
+        return Put.CREATED, plant
+    connection.execute("UPDATE plants SET plant = ?, tag = ? WHERE id = ?", row)
+    events(connection, plant_updated, plant_id, plant)
+    return Put.REPLACED, plant
+
+
+def _delete(
+    connection: sqlite3.Connection, plant_id: int, condition: Condition | None, events: Events
+) -> bool:
+    if condition is not None and not condition(_kept(connection, plant_id)):
+        raise ConditionFailed
+    if not connection.execute("DELETE FROM plants WHERE id = ?", (plant_id,)).rowcount:
+        return False
+    events(connection, plant_deleted, plant_id)
+    return True
 
 
 class SqliteStore:
@@ -148,17 +195,24 @@ class SqliteStore:
     It answers only for the file it opened, or for `started_with`, and refuses every call once
     the path names another (plantstore/stores/sqlite_file.py).
 
-    With subscribers, a change and its events are one transaction, taken with the write
-    lock (`BEGIN IMMEDIATE`) so that it never fails half-way for a lock another process holds.
+    Changes are made by one writer thread, in batches (plantstore/stores/group_commit.py): a
+    batch is one transaction, taken with the write lock (`BEGIN IMMEDIATE`) so that it never
+    fails half-way for a lock another process holds, and synced once. A change and its events
+    are in the same batch. The writers of every process on the file first queue on a lock of
+    their own (`flock` of the file beside it, `<path>-writers`), which wakes the next as soon as
+    it is free, where SQLite's busy handler would sleep up to 100 ms between tries. Reads are
+    made on each thread's own connection, never behind a batch: the write-ahead log lets them
+    read while the writer writes.
 
     Args:
         path: the database file; made, with its table, on first start.
         subscribers: the keys (`subscriber_key`) of the subscribers events go to; with none,
             nothing is written to the outbox.
         on_event: called once a change and its events are committed.
-        busy_timeout: seconds a write waits for another process's write before giving up.
+        busy_timeout: seconds a write waits for other processes' writes before giving up.
         started_with: the file (device, inode) the service started with: another one at the path
             is refused without being opened, and a missing one is not made.
+        on_commit: called after each commit of a batch, with the number of changes it held.
 
     Raises:
         SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
@@ -173,16 +227,28 @@ class SqliteStore:
         on_event: Callable[[], None] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_SECONDS,
         started_with: FileIdentity | None = None,
+        on_commit: Callable[[int], None] | None = None,
     ) -> None:
         self._path = path
         self._subscribers = tuple(subscribers)
         self._on_event = on_event
+        self._on_commit = on_commit
         self._busy_timeout = busy_timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         #: When a change of this store's was last committed (`time.monotonic()`).
         self._wrote_at = float("-inf")
+        self._writers: int | None = None
+        #: Whether the writer's batch recorded an event: `on_event` is to hear of its commit.
+        self._recorded = False
+        self._writer = GroupCommit(
+            "plantstore-sqlite-writer",
+            self._write,
+            wait=busy_timeout,
+            lock=self._first_writer,
+            committed=self._committed,
+        )
         # The file this store answers for: the one the service started with, else the one
         # opened, or made, below.
         self._file = FileGuard(path, started_with)
@@ -203,70 +269,23 @@ class SqliteStore:
             self._migrate(connection)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        row = (plant_id, plant.decode(), tag_key(plant))
-        with self._served():
-            connection = self._connection()
-            # A delete may free the id between the two statements: then take it again.
-            while True:
-                with self._change(connection) as record:
-                    inserted = connection.execute(
-                        "INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?) "
-                        "ON CONFLICT (id) DO NOTHING",
-                        row,
-                    ).rowcount
-                    if inserted:
-                        record(plant_created, plant_id, plant)
-                if inserted:
-                    self._wrote_at = time.monotonic()
-                    return plant
-                kept = _kept(connection, plant_id)
-                if kept is not None:
-                    return kept
+        return self._make(partial(_add, plant_id=plant_id, plant=plant, events=self._events))
 
     def put(
         self, plant_id: int, plant: bytes, condition: Condition | None = None
     ) -> tuple[Put, bytes]:
-        """Read what the id holds and change it in one transaction under the write lock, so
-        that no other change comes between the condition and the write."""
-        with self._served():
-            connection = self._connection()
-            with self._transaction(connection) as record:
-                kept = _kept(connection, plant_id)
-                if condition is not None and not condition(kept):
-                    raise ConditionFailed
-                if kept is not None and same_plant(kept, plant):
-                    return Put.UNCHANGED, kept
-                row = (plant.decode(), tag_key(plant), plant_id)
-                if kept is None:
-                    connection.execute("INSERT INTO plants (plant, tag, id) VALUES (?, ?, ?)", row)
-                    record(plant_created, plant_id, plant)
-                else:
-                    connection.execute("UPDATE plants SET plant = ?, tag = ? WHERE id = ?", row)
-                    record(plant_updated, plant_id, plant)
-            self._wrote_at = time.monotonic()
-            return (Put.CREATED if kept is None else Put.REPLACED), plant
+        return self._make(
+            partial(_put, plant_id=plant_id, plant=plant, condition=condition, events=self._events)
+        )
 
     def get(self, plant_id: int) -> bytes | None:
         with self._served():
             return _kept(self._connection(), plant_id)
 
     def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
-        with self._served():
-            connection = self._connection()
-            # With a condition, what it is asked of must stay as it is until the delete.
-            with (
-                self._change(connection) if condition is None else self._transaction(connection)
-            ) as record:
-                if condition is not None and not condition(_kept(connection, plant_id)):
-                    raise ConditionFailed
-                deleted = (
-                    connection.execute("DELETE FROM plants WHERE id = ?", (plant_id,)).rowcount > 0
-                )
-                if deleted:
-                    record(plant_deleted, plant_id)
-            if deleted:
-                self._wrote_at = time.monotonic()
-            return deleted
+        return self._make(
+            partial(_delete, plant_id=plant_id, condition=condition, events=self._events)
+        )
 
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         # Rows are read as `fill_page` asks for them; the statement is done with when it stops.
@@ -315,17 +334,17 @@ class SqliteStore:
 
     def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         """Lease what is due in one statement, which is one transaction under the write lock."""
-        with self._served():
-            rows = self._connection().execute(_CLAIM, (lease_until, subscriber, now, limit))
-            return deliveries(rows.fetchall())
+        return self._make(
+            lambda connection: deliveries(
+                connection.execute(_CLAIM, (lease_until, subscriber, now, limit)).fetchall()
+            )
+        )
 
     def retry(self, delivery: Delivery, at: float) -> None:
-        with self._served():
-            self._connection().execute(_OUTBOX["retry"], (at, delivery.id))
+        self._make(lambda connection: connection.execute(_OUTBOX["retry"], (at, delivery.id)))
 
     def forget(self, delivery: Delivery) -> None:
-        with self._served():
-            self._connection().execute(_OUTBOX["forget"], (delivery.id,))
+        self._make(lambda connection: connection.execute(_OUTBOX["forget"], (delivery.id,)))
 
     def oldest(self) -> float | None:
         with self._served():
@@ -333,11 +352,15 @@ class SqliteStore:
         return None if row is None else row[0]
 
     def close(self) -> None:
-        """Close every thread's connection; the last one to close folds the log into the file."""
+        """Make the changes queued, then close every thread's connection; the last one to close
+        folds the log into the file."""
+        self._writer.close()
         with self._lock:
             for connection in self._connections:
                 connection.close()
             self._connections.clear()
+        if self._writers is not None:
+            os.close(self._writers)
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
         """Take the schema steps the database lacks, once, whoever else starts at the same time.
@@ -358,32 +381,52 @@ class SqliteStore:
             if steps:
                 connection.execute(f"PRAGMA user_version = {len(_STEPS)}")
 
-    def _change(
-        self, connection: sqlite3.Connection
-    ) -> AbstractContextManager[Callable[..., None]]:
-        """Make a change and the events it records one transaction, when there are subscribers.
+    def _make(self, change: Change[sqlite3.Connection, _T]) -> _T:
+        """Make `change` in the writer's next batch, and answer for the file as for a read."""
+        with self._served():
+            return self._writer.make(change)
 
-        Gives `record(make, *args)`, which records the event `make(*args)` makes; `on_event`
-        hears of it after the commit. Without subscribers no event is made and the change is a
-        statement of its own, as before webhooks, at the cost of a `nullcontext`.
-        """
-        if not self._subscribers:
-            return _NO_EVENTS
-        return self._transaction(connection)
+    def _write(self, changes: Sequence[Change]) -> list[object]:
+        """Make a batch in one transaction; on the writer thread."""
+        self._recorded = False
+        with self._served():
+            connection = self._connection()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                outcomes = make_each(connection, changes)
+                connection.execute("COMMIT")
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+        self._wrote_at = time.monotonic()
+        return outcomes
 
     @contextmanager
-    def _transaction(self, connection: sqlite3.Connection) -> Iterator[Callable[..., None]]:
-        """One transaction under the write lock, giving `record` as `_change` does."""
-        recorded: list[Event] = []
-        connection.execute("BEGIN IMMEDIATE")
-        with connection:
-            if self._subscribers:
-                yield lambda make, *args: recorded.append(make(*args))
-            else:
-                yield _make_nothing
-            for event in recorded:
-                connection.executemany(_OUTBOX["record"], outbox_rows(event, self._subscribers))
-        if recorded and self._on_event is not None:
+    def _first_writer(self) -> Iterator[None]:
+        """Wait for the writers of other processes on the file, then write."""
+        if self._writers is None:
+            try:
+                self._writers = os.open(f"{self._path}-writers", os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as ex:
+                raise StoreUnavailable(f"SQLite {self._path}: the writers' lock: {ex}") from ex
+        fcntl.flock(self._writers, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._writers, fcntl.LOCK_UN)
+
+    def _events(self, connection: sqlite3.Connection, make: Callable[..., Event], *args) -> None:
+        """Record the event `make(*args)` for every subscriber, in the change's transaction."""
+        if self._subscribers:
+            connection.executemany(_OUTBOX["record"], outbox_rows(make(*args), self._subscribers))
+            self._recorded = True
+
+    def _committed(self, changes: int) -> None:
+        """Tell `on_commit` of a batch's commit, and `on_event` if it recorded events."""
+        if self._on_commit is not None:
+            self._on_commit(changes)
+        if self._recorded and self._on_event is not None:
             self._on_event()
 
     @contextmanager
