@@ -376,7 +376,7 @@ def test_a_condition_that_fails_changes_nothing(any_store):
     assert [any_store.get(plant_id) for plant_id in (1, 2, 3)] == [ROSE, FERN, None]
     assert listed(any_store) == [(1, ROSE), (2, FERN)]
     assert listed(any_store, "red") == [(1, ROSE)]
-    # Nothing is left locked: another thread, on a connection of its own, changes the plant.
+    # Nothing is left locked or half made: a change from another thread goes through.
     white = document("rose", "white")
     assert at_once(1, lambda n: any_store.put(1, white, lambda kept: kept == ROSE)) == [
         (Put.REPLACED, white)
