@@ -1,5 +1,6 @@
 import contextlib
 import os
+import subprocess
 import uuid
 from urllib.parse import urlsplit
 
@@ -170,6 +171,39 @@ def unusable_sqlite(request, tmp_path):
         "plantstore: PLANTSTORE_STORE must name a SQLite database file that this user can read "
         f"and write, or make: {path}: {reason}"
     )
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A tmpfs of 1 MiB, for a test to fill; skipped where this process may not mount one."""
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "plantstore-test", mountpoint],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill: {mounted.stderr.strip()}")
+    yield mountpoint
+    subprocess.run(["umount", "--lazy", mountpoint], check=True)
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """Make files immutable (`chattr +i`, which binds root too) and mutable again after, those
+    still there: a test may have made one mutable itself, and a store removed it."""
+    made = []
+
+    def make(*paths):
+        done = subprocess.run(["chattr", "+i", *paths], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make a file immutable: {done.stderr.strip()}")
+        made.extend(paths)
+
+    yield make
+    if left := [path for path in made if os.path.exists(path)]:
+        subprocess.run(["chattr", "-i", *left], check=True)
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -13,7 +13,6 @@ import os
 import shutil
 import socket
 import sqlite3
-import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -291,22 +290,6 @@ def test_a_damaged_database_answers_503_and_is_not_ready(config, tmp_path, caplo
     assert readiness_told(caplog) == [f"not ready: SQLite {path}: database disk image is malformed"]
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A tmpfs of 1 MiB, for a test to fill; skipped where this process may not mount one."""
-    mountpoint = tmp_path / "disk"
-    mountpoint.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "plantstore-test", mountpoint],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs to fill: {mounted.stderr.strip()}")
-    yield mountpoint
-    subprocess.run(["umount", "--lazy", mountpoint], check=True)
-
-
 def fill(path):
     """Write to `path` until the disk is full."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT)
@@ -339,22 +322,6 @@ def test_a_full_disk_is_not_ready_until_there_is_room_again(config, small_disk, 
         assert client.simulate_post("/plants", json=IVY).status_code == 200
     finally:
         store.close()
-
-
-@pytest.fixture
-def immutable(tmp_path):
-    """Make files immutable (`chattr +i`, which binds root too) and mutable again after."""
-    made = []
-
-    def make(*paths):
-        done = subprocess.run(["chattr", "+i", *paths], capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot make a file immutable: {done.stderr.strip()}")
-        made.extend(paths)
-
-    yield make
-    if made:
-        subprocess.run(["chattr", "-i", *made], check=True)
 
 
 @pytest.mark.parametrize("suffixes", [("",), ("", "-wal")], ids=["file", "file and log"])

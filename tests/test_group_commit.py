@@ -1,0 +1,623 @@
+"""Group commit (plantstore/stores/group_commit.py) on the SQLite and PostgreSQL stores.
+
+Requests that wait together share a commit; each gets the answer some serial order gives it;
+none is answered before its batch's commit returned; a batch whose commit fails answers 503
+to each of its requests, and none of its changes is visible.
+
+A test makes a batch of the requests it chooses: it holds the store's writer (with a change
+whose condition waits, `held`, or with the SQLite writers' lock) while they queue, and lets it
+go once each request waits for its answer (`queued`). To act between a batch's changes and its
+commit, it ends the batch with another such change (`held_at_its_end`).
+"""
+
+import fcntl
+import os
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from functools import cache, partial
+
+import falcon.testing
+import psycopg
+import pytest
+
+from plantstore.app import create_app
+from plantstore.stores import PlantStore, StoreUnavailable, group_commit, open_store
+from plantstore.stores.memory import MemoryStore
+from plantstore.stores.postgres import PostgresStore
+from plantstore.stores.sqlite import SqliteStore
+from tests.conftest import TOKEN
+from tests.test_store_contract import document
+from tests.test_unavailable import assert_unavailable, fill
+
+#: Seconds a test waits for what should come at once, before it fails rather than hangs.
+PATIENCE = 10
+#: The id of the plant a holder of the writer (`held`) asks to delete: there is none.
+HOLDER_ID = -1
+#: The same, for a holder at the end of a batch (`held_at_its_end`): in a batch that makes
+#: its changes by id, it comes after every other.
+LAST_ID = 1000
+
+durable = pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+
+
+class Noted:
+    """What other threads note, in order, for a test to wait for."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+        self._noted = threading.Condition()
+
+    def __call__(self, item: object) -> None:
+        with self._noted:
+            self.items.append(item)
+            self._noted.notify_all()
+
+    def wait_until(self, enough: Callable[[list], bool]) -> list:
+        """What was noted, once it is `enough`."""
+        with self._noted:
+            assert self._noted.wait_for(lambda: enough(self.items), PATIENCE)
+            return list(self.items)
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """Every change's future, noted when its request waits on it: the change is queued then."""
+    noted = Noted()
+
+    class WatchedFuture(Future):
+        waited = False
+
+        def result(self, timeout=None):
+            if not self.waited:
+                self.waited = True
+                noted(self)
+            return super().result(timeout)
+
+    monkeypatch.setattr(group_commit, "Future", WatchedFuture)
+    return noted
+
+
+def changes_in_all(count: int) -> Callable[[list[int]], bool]:
+    """Whether commits of these numbers of changes made `count` changes: `on_commit` is called
+    after the batch's requests are answered."""
+    return lambda sizes: sum(sizes) >= count
+
+
+def at_least(count: int) -> Callable[[list], bool]:
+    return lambda items: len(items) >= count
+
+
+@pytest.fixture
+def commits():
+    """A store's `on_commit`: it notes the number of changes of each commit."""
+    return Noted()
+
+
+@pytest.fixture
+def durable_store(store_url, commits):
+    """A SQLite or PostgreSQL store, each empty, counting its commits in `commits`."""
+    opened = open_store(store_url, on_commit=commits)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def callers():
+    """Threads for requests that wait for their batch: many at once."""
+    with ThreadPoolExecutor(32) as pool:
+        yield pool
+
+
+def client_of(config, store: PlantStore) -> falcon.testing.TestClient:
+    return falcon.testing.TestClient(
+        create_app(config, store), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+
+
+def queue_together(
+    pool: ThreadPoolExecutor, queued: Noted, calls: Sequence[Callable[[], object]]
+) -> list[Future]:
+    """Make each call on a thread of its own; return once every one's change is queued."""
+    waiting = len(queued.items) + len(calls)
+    answers = [pool.submit(call) for call in calls]
+    queued.wait_until(at_least(waiting))
+    return answers
+
+
+def queue_in_order(
+    pool: ThreadPoolExecutor, queued: Noted, calls: Sequence[Callable[[], object]]
+) -> list[Future]:
+    """Make each call on a thread of its own, the next once the last's change is queued."""
+    return [answer for call in calls for answer in queue_together(pool, queued, [call])]
+
+
+class Holder:
+    """The condition of a change that holds the writer, in its batch, until `released`: the
+    changes that come meanwhile make the next batch."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+    def __call__(self, kept: bytes | None) -> bool:
+        self.entered.set()
+        assert self.released.wait(PATIENCE)
+        return True
+
+
+@contextmanager
+def held(store: PlantStore, pool: ThreadPoolExecutor, queued: Noted) -> Iterator[None]:
+    """Hold the store's writer in a batch of its own (a delete of a missing plant) until the
+    block ends."""
+    holder = Holder()
+    (answer,) = queue_together(pool, queued, [partial(store.delete, HOLDER_ID, holder)])
+    assert holder.entered.wait(PATIENCE)
+    try:
+        yield
+    finally:
+        holder.released.set()
+    assert answer.result(PATIENCE) is False
+
+
+def held_at_its_end(
+    store: PlantStore, pool: ThreadPoolExecutor, queued: Noted, calls: Sequence[Callable]
+) -> tuple[list[Future], threading.Event]:
+    """Make `calls` one batch, in order, and hold the writer once they are made, before its
+    commit. Gives their answers, then the holder's, and the event that lets the batch go on,
+    which the test is to set whatever happens."""
+    last = Holder()
+    with held(store, pool, queued):
+        answers = queue_in_order(pool, queued, [*calls, partial(store.delete, LAST_ID, last)])
+    if not last.entered.wait(PATIENCE):
+        last.released.set()
+        pytest.fail("the batch never came to its end")
+    return answers, last.released
+
+
+@contextmanager
+def writers_lock_held(path) -> Iterator[None]:
+    """Hold the lock the writers of a SQLite file queue on, as another process's writer would."""
+    descriptor = os.open(f"{path}-writers", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+# Concurrent changes share commits, and some serial order explains every answer.
+
+THREADS = 16
+IDS = 8
+
+
+def contender_calls(thread: int) -> list[tuple[str, int, bytes | None]]:
+    """What one thread asks: an add or a delete of three ids, then a delete of a missing one."""
+    calls = []
+    for step in range(3):
+        plant_id = (thread + 3 * step) % IDS
+        if (thread + step) % 3:
+            calls.append(("add", plant_id, document(f"plant {thread} {step}")))
+        else:
+            calls.append(("delete", plant_id, None))
+    return [*calls, ("delete", IDS + thread, None)]
+
+
+def explained(calls: Sequence[tuple[str, bytes | None, object]], final: bytes | None) -> bool:
+    """Whether some order of one id's `calls` (name, plant, answer), made one at a time from
+    nothing, gives each its answer and leaves the id holding `final`."""
+    every = (1 << len(calls)) - 1
+
+    @cache
+    def from_here(made: int, kept: bytes | None) -> bool:
+        if made == every:
+            return kept == final
+        for n, (name, plant, answer) in enumerate(calls):
+            if made & 1 << n:
+                continue
+            if name == "add":
+                after = plant if kept is None else kept
+                fits = answer == after
+            else:
+                after, fits = None, answer is (kept is not None)
+            if fits and from_here(made | 1 << n, after):
+                return True
+        return False
+
+    return from_here(0, None)
+
+
+@durable
+def test_concurrent_creates_and_deletes_share_commits_and_follow_some_serial_order(
+    durable_store, commits, queued, callers
+):
+    """Per id, some serial order gives every add and delete its answer and leaves what the
+    id holds; a delete of a plant never kept finds none. Each thread's first change queues
+    while the writer is held, so that they make one batch at least; the rest race."""
+    start = threading.Barrier(THREADS)
+
+    def contend(thread: int) -> list[tuple[str, int, bytes | None, object]]:
+        start.wait()
+        answers = []
+        for name, plant_id, plant in contender_calls(thread):
+            if name == "add":
+                answers.append((name, plant_id, plant, durable_store.add(plant_id, plant)))
+            else:
+                answers.append((name, plant_id, plant, durable_store.delete(plant_id)))
+        return answers
+
+    with held(durable_store, callers, queued):
+        contenders = [callers.submit(contend, thread) for thread in range(THREADS)]
+        queued.wait_until(at_least(1 + THREADS))
+    calls = [call for contender in contenders for call in contender.result(PATIENCE)]
+
+    changes = 1 + len(calls)
+    sizes = commits.wait_until(changes_in_all(changes))
+    assert sum(sizes) == changes
+    assert len(sizes) < changes
+    assert max(sizes) >= THREADS
+    for plant_id in range(IDS):
+        of_id = [(name, plant, answer) for name, i, plant, answer in calls if i == plant_id]
+        assert explained(of_id, durable_store.get(plant_id)), of_id
+    assert [answer for name, i, _, answer in calls if i >= IDS] == [False] * THREADS
+
+
+# A batch of changes that conflict gives each the answer a serial order gives it.
+
+FERN = {"name": "fern"}
+ROSE = {"name": "rose"}
+
+
+def etag(client, plant) -> str:
+    return client.simulate_put("/plants/1", json=plant).headers["etag"]
+
+
+def conflicting_requests(config) -> list[tuple[str, str, dict]]:
+    """Changes of one id that depend on each other, with a failing one between two that
+    succeed, and changes of other ids: (method, path, arguments)."""
+    scratch = client_of(config, MemoryStore())
+    fern, rose = etag(scratch, FERN), etag(scratch, ROSE)
+    return [
+        ("POST", "/plants", {"json": {"id": 1, **FERN}}),
+        ("POST", "/plants", {"json": {"id": 1, **ROSE}}),
+        ("POST", "/plants", {"json": {"id": 1, **FERN}}),
+        ("PUT", "/plants/1", {"json": ROSE, "headers": {"If-Match": rose}}),
+        ("PUT", "/plants/1", {"json": ROSE, "headers": {"If-Match": fern}}),
+        ("DELETE", "/plants/1", {"headers": {"If-Match": fern}}),
+        ("DELETE", "/plants/1", {}),
+        ("DELETE", "/plants/1", {}),
+        ("POST", "/plants", {"json": {"id": 1, "name": "ivy"}}),
+        ("DELETE", "/plants/2", {}),
+        ("PUT", "/plants/3", {"json": FERN, "headers": {"If-None-Match": "*"}}),
+        ("PUT", "/plants/3", {"json": ROSE, "headers": {"If-None-Match": "*"}}),
+        ("POST", "/plants", {"json": {"id": 3, **FERN}}),
+    ]
+
+
+def answer_of(result: falcon.testing.Result) -> tuple:
+    headers = {name: result.headers.get(name) for name in ("etag", "location")}
+    return result.status_code, result.text, headers
+
+
+@durable
+def test_a_batch_of_conflicting_changes_answers_each_as_a_serial_order_does(
+    config, durable_store, commits, queued, callers
+):
+    """One batch: the answers, and what is kept after, are those of the same requests made
+    one after another on the memory store. The failing conditions undo nothing but themselves."""
+    calls = conflicting_requests(config)
+    client = client_of(config, durable_store)
+    with held(durable_store, callers, queued):
+        answers = queue_in_order(
+            callers,
+            queued,
+            [partial(client.simulate_request, method, path, **kw) for method, path, kw in calls],
+        )
+    assert commits.wait_until(changes_in_all(1 + len(calls))) == [1, len(calls)]
+
+    serial = client_of(config, MemoryStore())
+    expected = [answer_of(serial.simulate_request(m, path, **kw)) for m, path, kw in calls]
+    assert [answer_of(answer.result(PATIENCE)) for answer in answers] == expected
+    statuses = [200, 409, 200, 412, 200, 412, 204, 404, 200, 404, 201, 412, 200]
+    assert [status for status, _, _ in expected] == statuses
+    assert client.simulate_get("/plants").json == serial.simulate_get("/plants").json
+
+
+# A batch whose commit fails answers 503 to each request, and none of its changes is visible.
+
+NEW_PLANTS = [{"id": plant_id, "name": f"plant {plant_id}"} for plant_id in range(10, 15)]
+
+
+def posts_of(client, plants) -> list[Callable[[], falcon.testing.Result]]:
+    return [partial(client.simulate_post, "/plants", json=plant) for plant in plants]
+
+
+def deletion(client, plant_id: int) -> Callable[[], falcon.testing.Result]:
+    return partial(client.simulate_delete, f"/plants/{plant_id}")
+
+
+def kept_ids(path) -> list[int]:
+    """The ids a fresh connection finds in the SQLite file."""
+    with sqlite3.connect(path) as connection:
+        ids = [id_ for (id_,) in connection.execute("SELECT id FROM plants ORDER BY id")]
+    connection.close()
+    return ids
+
+
+@pytest.fixture(params=["log made immutable", "disk full"])
+def unwritable(request, tmp_path):
+    """Where a SQLite database goes, and a context manager in which its commits fail there."""
+    if request.param == "disk full":
+        disk = request.getfixturevalue("small_disk")
+
+        @contextmanager
+        def broken():
+            fill(disk / "filler")
+            try:
+                yield
+            finally:
+                (disk / "filler").unlink()
+
+        return disk / "plants.db", broken
+
+    path = tmp_path / "plants.db"
+    immutable = request.getfixturevalue("immutable")
+
+    @contextmanager
+    def broken():
+        immutable(f"{path}-wal")
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", f"{path}-wal"], check=True)
+
+    return path, broken
+
+
+def assert_a_batch_broken_before_its_commit_fails_whole(
+    config, store: PlantStore, callers: ThreadPoolExecutor, queued: Noted, broken: Callable
+) -> None:
+    """Keep plant 1; then make new plants and delete plant 1 in one batch, held once they are
+    made while `broken()` is entered, and let it commit within that: each answer is 503 (its
+    holder's, `StoreUnavailable`), and none of its changes is visible."""
+    client = client_of(config, store)
+    assert client.simulate_post("/plants", json={"id": 1, **FERN}).status_code == 200
+    answers, go_on = held_at_its_end(
+        store, callers, queued, [*posts_of(client, NEW_PLANTS), deletion(client, 1)]
+    )
+    try:
+        with broken():
+            go_on.set()
+            for answer in answers[:-1]:
+                assert_unavailable(answer.result(PATIENCE))
+            with pytest.raises(StoreUnavailable):
+                answers[-1].result(PATIENCE)
+    finally:
+        go_on.set()
+    assert client.simulate_get("/plants").json == [{"id": 1, **FERN}]
+
+
+def test_a_sqlite_batch_whose_commit_fails_answers_503_to_each_and_keeps_none(
+    config, unwritable, commits, queued, callers
+):
+    """The file system refuses the log its writes once the batch's changes are made: the
+    commit, which writes them there, fails. The store serves again once it takes them."""
+    path, broken = unwritable
+    store = SqliteStore(str(path), on_commit=commits)
+    try:
+        assert_a_batch_broken_before_its_commit_fails_whole(config, store, callers, queued, broken)
+        assert store.add(2, document("rose")) == document("rose")
+    finally:
+        store.close()
+    assert commits.items == [1, 1, 1]
+    assert kept_ids(path) == [1, 2]
+
+
+def test_a_sqlite_batch_that_waits_past_its_bound_for_the_lock_answers_503_to_each(
+    config, tmp_path, commits, queued, callers, caplog
+):
+    """Another process's transaction holds SQLite's write lock longer than the store waits."""
+    path = tmp_path / "plants.db"
+    store = SqliteStore(str(path), busy_timeout=1.0, on_commit=commits)
+    client = client_of(config, store)
+    other_process = sqlite3.connect(path, isolation_level=None)
+    try:
+        assert client.simulate_post("/plants", json={"id": 1, **FERN}).status_code == 200
+        with writers_lock_held(path):
+            answers = queue_together(callers, queued, posts_of(client, NEW_PLANTS))
+            other_process.execute("BEGIN IMMEDIATE")
+        for answer in answers:
+            assert_unavailable(answer.result(PATIENCE))
+        other_process.execute("ROLLBACK")
+        assert client.simulate_get("/plants").json == [{"id": 1, **FERN}]
+    finally:
+        other_process.close()
+        store.close()
+    # The batch began, and failed: no request gave up waiting for it to begin.
+    assert "database is locked" in caplog.text
+    assert "no write could begin" not in caplog.text
+    assert commits.items == [1]
+    assert kept_ids(path) == [1]
+
+
+def postgres_ids(url) -> list[int]:
+    with psycopg.connect(url) as connection:
+        return [plant_id for (plant_id,) in connection.execute("SELECT id FROM plants ORDER BY id")]
+
+
+def test_a_postgresql_batch_whose_session_ends_mid_batch_answers_503_to_each_and_keeps_none(
+    config, postgres_url, commits, queued, callers
+):
+    """The server ends the writer's session (as a restart, or an administrator, would) after
+    the batch's first changes were made, in its transaction."""
+    store = PostgresStore(postgres_url, on_commit=commits)
+
+    @contextmanager
+    def session_ended():
+        with psycopg.connect(postgres_url, autocommit=True) as administrator:
+            ended = administrator.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND state = 'idle in transaction'"
+            ).fetchall()
+        assert ended == [(True,)]
+        yield
+
+    try:
+        assert_a_batch_broken_before_its_commit_fails_whole(
+            config, store, callers, queued, session_ended
+        )
+    finally:
+        store.close()
+    assert commits.items == [1, 1]
+    assert postgres_ids(postgres_url) == [1]
+
+
+def test_a_postgresql_batch_that_waits_past_its_bound_for_a_lock_answers_503_to_each(
+    config, postgres_url, commits, queued, callers
+):
+    """Another session holds the row of a plant that the batch's last change deletes, longer
+    than a statement may wait: the changes made before it go with it."""
+    store = PostgresStore(postgres_url, on_commit=commits)
+    client = client_of(config, store)
+    try:
+        assert client.simulate_post("/plants", json={"id": 20, **FERN}).status_code == 200
+        with psycopg.connect(postgres_url) as other_session:
+            other_session.execute("SELECT id FROM plants WHERE id = 20 FOR UPDATE")
+            with held(store, callers, queued):
+                answers = queue_together(
+                    callers,
+                    queued,
+                    [*posts_of(client, NEW_PLANTS), deletion(client, 20)],
+                )
+            for answer in answers:
+                assert_unavailable(answer.result(PATIENCE))
+        assert client.simulate_get("/plants").json == [{"id": 20, **FERN}]
+    finally:
+        store.close()
+    assert commits.items == [1, 1]
+    assert postgres_ids(postgres_url) == [20]
+
+
+# No request is answered before its batch's commit returned.
+
+PLANTS = [(plant_id, document(f"plant {plant_id}")) for plant_id in range(10, 15)]
+
+
+@pytest.fixture
+def freezable_disk(tmp_path):
+    """A file system of the test's own (ext4 in a file), which it may freeze; skipped where
+    this process may not make and mount one."""
+    image, mountpoint = tmp_path / "disk.img", tmp_path / "disk"
+    mountpoint.mkdir()
+    with open(image, "wb") as disk:
+        disk.truncate(16 * 1024 * 1024)
+    for command in [["mkfs.ext4", "-q", image], ["mount", "-o", "loop", image, mountpoint]]:
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make a file system to freeze: {done.stderr.strip()}")
+    yield mountpoint
+    subprocess.run(["umount", mountpoint], check=True)
+
+
+@contextmanager
+def frozen(mountpoint) -> Iterator[None]:
+    """Freeze the file system (`fsfreeze`): every write to it, and every sync, waits until the
+    block ends, as a disk that takes its time would make them wait."""
+    done = subprocess.run(["fsfreeze", "--freeze", mountpoint], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot freeze a file system: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["fsfreeze", "--unfreeze", mountpoint], check=True)
+
+
+def waits_in_the_kernel(thread_name: str) -> bool:
+    """Whether a thread of that name sleeps uninterruptibly (`D`), as one waiting on a frozen
+    file system does."""
+    for thread in threading.enumerate():
+        if thread.name == thread_name:
+            with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "D":
+                    return True
+    return False
+
+
+def test_no_sqlite_change_is_answered_before_its_batchs_commit_returned(
+    freezable_disk, queued, callers
+):
+    """The file system is frozen once the batch's changes are made: its commit, which writes
+    them to the log and syncs it, waits; the test sees it wait, and no answer given."""
+    store = SqliteStore(str(freezable_disk / "plants.db"))
+    try:
+        adds = [partial(store.add, *plant) for plant in PLANTS]
+        answers, go_on = held_at_its_end(store, callers, queued, adds)
+        batch = queued.items[-len(answers) :]
+        try:
+            with frozen(freezable_disk):
+                go_on.set()
+                deadline = time.monotonic() + PATIENCE
+                while not waits_in_the_kernel("plantstore-sqlite-writer"):
+                    assert time.monotonic() < deadline, "the commit never waited for the disk"
+                assert not any(change.done() for change in batch)
+                assert not any(answer.done() for answer in answers)
+        finally:
+            go_on.set()
+        assert [answer.result(PATIENCE) for answer in answers] == [
+            *(plant for _, plant in PLANTS),
+            False,
+        ]
+    finally:
+        store.close()
+
+
+#: The advisory lock that the test holds to hold a commit (`HOLD_COMMITS`).
+COMMIT_LOCK = 0x686F6C64
+#: A check PostgreSQL makes at each commit of a new plant: a deferred constraint trigger, which
+#: waits for `COMMIT_LOCK`.
+HOLD_COMMITS = f"""
+CREATE FUNCTION wait_for_the_test() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared({COMMIT_LOCK});
+    RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER wait_for_the_test AFTER INSERT ON plants
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_for_the_test();
+"""
+WAITING_FOR_THE_LOCK = (
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
+
+
+def test_no_postgresql_change_is_answered_before_its_batchs_commit_returned(
+    postgres_url, queued, callers
+):
+    """The batch's commit runs the check of its new plants, which waits for a lock the test
+    holds; the test sees it wait, no answer given and no plant visible. It lets the commit go
+    before the store's bound on a statement (`STATEMENT_SECONDS`) would end it."""
+    store = PostgresStore(postgres_url)
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as test:
+            test.execute(HOLD_COMMITS)
+            with held(store, callers, queued):
+                answers = queue_together(
+                    callers, queued, [partial(store.add, *plant) for plant in PLANTS]
+                )
+                test.execute("SELECT pg_advisory_lock(%s)", (COMMIT_LOCK,))
+            batch = queued.items[-len(answers) :]
+            deadline = time.monotonic() + PATIENCE
+            while test.execute(WAITING_FOR_THE_LOCK).fetchone() == (0,):
+                assert time.monotonic() < deadline, "the commit never waited for the lock"
+            assert not any(change.done() for change in batch)
+            assert not any(answer.done() for answer in answers)
+            assert test.execute("SELECT count(*) FROM plants").fetchone() == (0,)
+            test.execute("SELECT pg_advisory_unlock(%s)", (COMMIT_LOCK,))
+            assert [answer.result(PATIENCE) for answer in answers] == [p for _, p in PLANTS]
+    finally:
+        store.close()
