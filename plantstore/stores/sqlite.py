@@ -361,6 +361,7 @@ class SqliteStore:
             self._connections.clear()
         if self._writers is not None:
             os.close(self._writers)
+            self._writers = None
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
         """Take the schema steps the database lacks, once, whoever else starts at the same time.
