@@ -1,7 +1,7 @@
 """Group commit: the changes of a worker's requests share one transaction, one commit, one sync.
 
-A durable commit waits for the disk (about a millisecond here), and a store that commits each
-change on its own is as fast as the disk syncs, with its writers queued for the write lock.
+A durable commit waits for the disk, and a store that commits each change on its own is as
+fast as the disk syncs, with its writers queued for the write lock.
 Databases solve this by letting the transactions that wait for one sync share it; the stores
 do the same above them. Each request hands its change to the store's one writer thread and
 waits. The writer takes every change that arrived while the last commit was syncing, makes
@@ -12,8 +12,7 @@ Each change decides what to do from what the transaction shows it (a plant alrea
 already free), so it gets the answer it would get alone, in the order the writer took it. A
 change refused (`ConditionFailed`) decides so before it writes, and the others go on; any other
 failure fails the whole batch, as a failed commit does, and none of it is then visible. So no
-change needs a savepoint of its own, which costs PostgreSQL two round trips a change (a
-quarter of a batched create, measured).
+change needs a savepoint of its own, which would cost PostgreSQL two round trips a change.
 """
 
 import logging
@@ -90,7 +89,7 @@ class GroupCommit(Generic[_Connection]):
         Raises:
             StoreUnavailable: its batch could not begin within `wait` (the change is not
                 made), or failed (no change of it is visible).
-            Whatever `change` raised: nothing of it was made.
+            ConditionFailed: the change refused; nothing of it was made.
         """
         if not self._started:
             self._start()

@@ -206,12 +206,16 @@ class PostgresStore:
     that /healthz and other requests cannot have.
 
     The database's primary key decides who wins an id, in one statement, so the duplicate rule
-    holds across processes and machines. Each statement commits on its own (autocommit), and
-    with the server's default `synchronous_commit = on` a plant answered with 200 is on disk.
+    holds across processes and machines. Changes are made by one writer thread, in batches
+    (plantstore/stores/group_commit.py), each batch one transaction on a pooled connection; with
+    the server's defaults `fsync = on` and `synchronous_commit = on`, a change answered is on
+    disk, and its events with it. A batch makes its changes in id order, so batches of several
+    workers lock rows in one order and never deadlock. A change that waits longer than
+    `STATEMENT_SECONDS` for a row another transaction holds fails its whole batch, as any
+    failure of the database does. Reads take a connection of their own, never behind a batch.
 
-    With subscribers, a change and its events commit in one transaction. A client's repeat of
-    an `add` whose commit went through, its answer lost with the connection, finds the plant
-    kept, and writes no second event.
+    A client's repeat of an `add` whose commit went through, its answer lost with the
+    connection, finds the plant kept, and writes no second event.
 
     Args:
         url: a libpq URL; what it leaves out comes from the usual `PG*` variables.
