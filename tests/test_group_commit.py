@@ -621,3 +621,21 @@ def test_no_postgresql_change_is_answered_before_its_batchs_commit_returned(
             assert [answer.result(PATIENCE) for answer in answers] == [p for _, p in PLANTS]
     finally:
         store.close()
+
+
+# Reads never wait behind a batch.
+
+
+@durable
+def test_reads_are_answered_while_a_batch_is_under_way(durable_store, callers, queued):
+    """A read takes no turn at the writer: held in the middle of a batch, with changes queued
+    behind it, the writer holds up no `get` and no page."""
+    durable_store.add(1, b'{"name":"fern"}')
+    with held(durable_store, callers, queued):
+        (waiting,) = queue_together(
+            callers, queued, [partial(durable_store.add, 2, b'{"name":"ivy"}')]
+        )
+        assert durable_store.get(1) == b'{"name":"fern"}'
+        assert durable_store.page(None, 10, None, 4096).plants == [(1, b'{"name":"fern"}')]
+        assert not waiting.done()
+    assert waiting.result(PATIENCE) == b'{"name":"ivy"}'
