@@ -23,6 +23,7 @@ from plantstore.stores import (
 from plantstore.stores.deadlines import Deadlines
 from plantstore.stores.group_commit import Change, GroupCommit, make_each
 from plantstore.stores.sql import (
+    Commits,
     claim_statement,
     deliveries,
     keys_of_urls,
@@ -236,15 +237,12 @@ class PostgresStore:
         on_commit: Callable[[int], None] | None = None,
     ) -> None:
         self._subscribers = tuple(subscribers)
-        self._on_event = on_event
-        self._on_commit = on_commit
-        #: Whether the writer's batch recorded an event: `on_event` is to hear of its commit.
-        self._recorded = False
+        self._commits = Commits(on_commit, on_event)
         self._writer = GroupCommit(
             "plantstore-postgres-writer",
             self._write,
             wait=REQUEST_SECONDS,
-            committed=self._committed,
+            committed=self._commits,
         )
         # Migrate now when the server is up, so that a schema too new or a database not in UTF8
         # stops the start; when it is down, the pool checks and migrates as it connects.
@@ -331,7 +329,7 @@ class PostgresStore:
 
     def _write(self, changes: Sequence[Change]) -> list[object]:
         """Make a batch in one transaction; on the writer thread."""
-        self._recorded = False
+        self._commits.recorded = False
         return self._on_a_connection(partial(_in_one_transaction, changes=changes))
 
     def _events(self, connection: psycopg.Connection, make: Callable[..., Event], *args) -> None:
@@ -339,14 +337,7 @@ class PostgresStore:
         if self._subscribers:
             with connection.cursor() as cursor:
                 cursor.executemany(_OUTBOX["record"], outbox_rows(make(*args), self._subscribers))
-            self._recorded = True
-
-    def _committed(self, changes: int) -> None:
-        """Tell `on_commit` of a batch's commit, and `on_event` if it recorded events."""
-        if self._on_commit is not None:
-            self._on_commit(changes)
-        if self._recorded and self._on_event is not None:
-            self._on_event()
+            self._commits.recorded = True
 
     def _check(self, connection: psycopg.Connection) -> None:
         """The pool's own check of a connection, held to `STATEMENT_SECONDS`: a frozen server

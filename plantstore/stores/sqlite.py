@@ -25,6 +25,7 @@ from plantstore.stores import (
 )
 from plantstore.stores.group_commit import Change, GroupCommit, make_each
 from plantstore.stores.sql import (
+    Commits,
     claim_statement,
     deliveries,
     keys_of_urls,
@@ -231,8 +232,7 @@ class SqliteStore:
     ) -> None:
         self._path = path
         self._subscribers = tuple(subscribers)
-        self._on_event = on_event
-        self._on_commit = on_commit
+        self._commits = Commits(on_commit, on_event)
         self._busy_timeout = busy_timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -240,14 +240,12 @@ class SqliteStore:
         #: When a change of this store's was last committed (`time.monotonic()`).
         self._wrote_at = float("-inf")
         self._writers: int | None = None
-        #: Whether the writer's batch recorded an event: `on_event` is to hear of its commit.
-        self._recorded = False
         self._writer = GroupCommit(
             "plantstore-sqlite-writer",
             self._write,
             wait=busy_timeout,
             lock=self._first_writer,
-            committed=self._committed,
+            committed=self._commits,
         )
         # The file this store answers for: the one the service started with, else the one
         # opened, or made, below.
@@ -389,7 +387,7 @@ class SqliteStore:
 
     def _write(self, changes: Sequence[Change]) -> list[object]:
         """Make a batch in one transaction; on the writer thread."""
-        self._recorded = False
+        self._commits.recorded = False
         with self._served():
             connection = self._connection()
             connection.execute("BEGIN IMMEDIATE")
@@ -421,14 +419,7 @@ class SqliteStore:
         """Record the event `make(*args)` for every subscriber, in the change's transaction."""
         if self._subscribers:
             connection.executemany(_OUTBOX["record"], outbox_rows(make(*args), self._subscribers))
-            self._recorded = True
-
-    def _committed(self, changes: int) -> None:
-        """Tell `on_commit` of a batch's commit, and `on_event` if it recorded events."""
-        if self._on_commit is not None:
-            self._on_commit(changes)
-        if self._recorded and self._on_event is not None:
-            self._on_event()
+            self._commits.recorded = True
 
     @contextmanager
     def _served(self) -> Iterator[None]:
