@@ -173,7 +173,7 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
             "postgresql": "fsync off",
         }[store]
         print(describe_runs(store, posts) + f"  {share:4.0%} of floor ({target})")
-        # A replace costs what a create costs: within a tenth of its requests/s, this run's noise.
+        # A replace costs what a create costs: within a tenth, what runs over loopback move by.
         ratio = puts.per_second / posts.per_second
         print(
             describe_runs(f"{store}, PUT", puts)
@@ -206,7 +206,7 @@ def run_loopback_reads(setup: loopback.Setup, cluster, args) -> bool:
             describe_runs(f"{store}, GET", gets)
             + f"  {gets.per_second / floor.per_second:4.0%} of floor"
         )
-        # A 304 does all a 200 does but send the plant: it may not cost more.
+        # A 304 answers all a 200 answers but the plant: it may not cost more.
         ratio = revalidated.per_second / gets.per_second
         print(
             describe_runs(f"{store}, 304", revalidated, 304)
@@ -388,10 +388,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="PART",
         help="what to measure (all by default): inprocess (POST, GET /plants/{id}, the ETag's"
         " share of a GET), pages (in process), loopback (POST and PUT throughput),"
-        " loopback-reads (GET /plants/{id} answered 200 and 304), loopback-webhooks (the same, with"
-        " webhooks to a subscriber that never answers), durable (creates and deletes on"
-        " SQLite and on a PostgreSQL with fsync on, against the memory store, at 8 and 64"
-        " connections whatever --connections says), delivery (webhooks' delay and"
+        " loopback-reads (GET /plants/{id} answered 200 and 304), loopback-webhooks (POST"
+        " throughput with webhooks to a subscriber that never answers), durable (creates and"
+        " deletes on SQLite and on a PostgreSQL with fsync on, against the memory store, at 8"
+        " and 64 connections whatever --connections says), delivery (webhooks' delay and"
         " throughput), loopback-pages, tail, memory",
     )
     parser.add_argument("--rounds", type=int, default=15, help="in-process rounds")

@@ -60,7 +60,6 @@ class Case:
         return timed(self.app, self.environs(ids, size), self.expected)
 
 
-@dataclass
 class EtagWork:
     """What a `GET /plants/{id}` of the `get` case does for its `ETag`, alone: the `If-Match`
     and `If-None-Match` checks of a request that has neither, the plant's digest, and the
