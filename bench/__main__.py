@@ -23,6 +23,7 @@ PARTS = (
     "inprocess",
     "pages",
     "loopback",
+    "loopback-reads",
     "durable",
     "loopback-webhooks",
     "delivery",
@@ -31,7 +32,15 @@ PARTS = (
     "memory",
 )
 #: The parts served by gunicorn over loopback.
-LOOPBACK_PARTS = {"loopback", "durable", "loopback-webhooks", "delivery", "loopback-pages", "tail"}
+LOOPBACK_PARTS = {
+    "loopback",
+    "loopback-reads",
+    "durable",
+    "loopback-webhooks",
+    "delivery",
+    "loopback-pages",
+    "tail",
+}
 LIBRARIES = ("falcon", "marshmallow", "orjson", "gunicorn")
 
 
@@ -65,6 +74,11 @@ def run_inprocess(args) -> bool:
     for name in inprocess.CASES:
         print(f"  {name:8} {medians[name]:7.1f} µs  {medians[name] / floor:4.2f}x floor")
     print(f"  webhooks cost {medians['webhooks'] / medians['success']:4.2f}x success")
+    etag, share = medians[inprocess.ETAG], medians[inprocess.ETAG] / medians["get"]
+    print(
+        f"  the ETag's work in a get (conditions, digest, header) {etag:4.2f} µs,"
+        f" {share:4.1%} of get (target ≤ 5%: {verdict(share <= 0.05)})"
+    )
     return True
 
 
@@ -133,24 +147,73 @@ def start_cluster(stack: ExitStack, setup: loopback.Setup, durable: bool = False
 
 
 def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
-    print("\nover loopback: POST /plants, a fresh id each request")
+    print("\nover loopback: POST /plants, a fresh id each request; PUT /plants/{id}, a replace:")
+    print(
+        f"  each PUT renames one of the {len(loopback.WARMED_UP)} plants of the warm-up in turn,"
+        " with a name no request sent before (200)"
+    )
     print_setup(setup, args)
     postgres_url = cluster and postgres.create_database(cluster, "plants_created")
-    results = loopback.throughput(
-        setup, postgres_url, args.loopback_rounds, args.seconds, args.connections
+    floor, results = loopback.beside_floor(
+        setup,
+        postgres_url,
+        {"POST": loopback.creates, "PUT": loopback.replaces},
+        args.loopback_rounds,
+        args.seconds,
+        args.connections,
     )
-    floor = results.pop("floor")
     print(describe_runs("floor", floor))
     for store, figures in results.items():
-        share = figures.per_second / floor.per_second
+        posts, puts = figures["POST"], figures["PUT"]
+        share = posts.per_second / floor.per_second
         # The target is the memory store's: a durable store waits for the disk at every create.
         target = {
             "memory": f"target ≥ 80%: {verdict(share >= 0.80)}",
             "sqlite": "durable",
             "postgresql": "fsync off",
         }[store]
-        print(describe_runs(store, figures) + f"  {share:4.0%} of floor ({target})")
-    return floor.valid and all(figures.valid for figures in results.values())
+        print(describe_runs(store, posts) + f"  {share:4.0%} of floor ({target})")
+        # A replace costs what a create costs: within a tenth, what runs over loopback move by.
+        ratio = puts.per_second / posts.per_second
+        print(
+            describe_runs(f"{store}, PUT", puts)
+            + f"  {puts.per_second / floor.per_second:4.0%} of floor, {ratio:4.2f}x POST's"
+            f" (target ≥ 0.9x: {verdict(ratio >= 0.9)})"
+        )
+    return floor.valid and all(f.valid for both in results.values() for f in both.values())
+
+
+def run_loopback_reads(setup: loopback.Setup, cluster, args) -> bool:
+    print(
+        f"\nreads over loopback: GET /plants/{{id}}, the {len(loopback.WARMED_UP)} plants of the"
+        " warm-up in turn (200);"
+    )
+    print("  304: the same with If-None-Match naming the plant's ETag, as a cache revalidates")
+    print_setup(setup, args)
+    postgres_url = cluster and postgres.create_database(cluster, "plants_read")
+    floor, results = loopback.beside_floor(
+        setup,
+        postgres_url,
+        {"GET": lambda _round: loopback.READS, "304": lambda _round: loopback.REVALIDATIONS},
+        args.loopback_rounds,
+        args.seconds,
+        args.connections,
+    )
+    print(describe_runs("floor", floor))
+    for store, figures in results.items():
+        gets, revalidated = figures["GET"], figures["304"]
+        print(
+            describe_runs(f"{store}, GET", gets)
+            + f"  {gets.per_second / floor.per_second:4.0%} of floor"
+        )
+        # A 304 answers all a 200 answers but the plant: it may not cost more.
+        ratio = revalidated.per_second / gets.per_second
+        print(
+            describe_runs(f"{store}, 304", revalidated, 304)
+            + f"  {revalidated.per_second / floor.per_second:4.0%} of floor, {ratio:4.2f}x GET's"
+            f" (target ≥ 1x: {verdict(ratio >= 1)})"
+        )
+    return floor.valid and all(f.valid for both in results.values() for f in both.values())
 
 
 def run_durable(setup: loopback.Setup, args) -> bool:
@@ -323,11 +386,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         choices=PARTS,
         default=PARTS,
         metavar="PART",
-        help="what to measure (all by default): inprocess (POST, GET /plants/{id}),"
-        " pages (in process), loopback (POST throughput), loopback-webhooks (the same, with"
-        " webhooks to a subscriber that never answers), durable (creates and deletes on"
-        " SQLite and on a PostgreSQL with fsync on, against the memory store, at 8 and 64"
-        " connections whatever --connections says), delivery (webhooks' delay and"
+        help="what to measure (all by default): inprocess (POST, GET /plants/{id}, the ETag's"
+        " share of a GET), pages (in process), loopback (POST and PUT throughput),"
+        " loopback-reads (GET /plants/{id} answered 200 and 304), loopback-webhooks (POST"
+        " throughput with webhooks to a subscriber that never answers), durable (creates and"
+        " deletes on SQLite and on a PostgreSQL with fsync on, against the memory store, at 8"
+        " and 64 connections whatever --connections says), delivery (webhooks' delay and"
         " throughput), loopback-pages, tail, memory",
     )
     parser.add_argument("--rounds", type=int, default=15, help="in-process rounds")
@@ -380,10 +444,12 @@ def main(argv: list[str]) -> int:
         setup = loopback.choose_setup(args.generator)
         with ExitStack() as stack:
             cluster = None
-            if {"loopback", "loopback-pages"} & set(args.parts):
+            if {"loopback", "loopback-reads", "loopback-pages"} & set(args.parts):
                 cluster = start_cluster(stack, setup)
             if "loopback" in args.parts:
                 valid &= run_loopback(setup, cluster, args)
+            if "loopback-reads" in args.parts:
+                valid &= run_loopback_reads(setup, cluster, args)
             if "durable" in args.parts:
                 valid &= run_durable(setup, args)
             if "loopback-webhooks" in args.parts:

@@ -35,6 +35,14 @@ def plant_body(plant_id: int, tag: str = "tree") -> bytes:
     return b'{"id":%d,"name":"plant-%d","tag":"%s"}' % (plant_id, plant_id, tag.encode())
 
 
+def replacement_body(plant_id: int, version: int) -> bytes:
+    """A `Plant` that renames `plant_body(plant_id)`: `plant-123456-v7`, tag `tree`.
+
+    Each version is another name, so a `PUT` of it replaces the plant with one that differs.
+    """
+    return b'{"name":"plant-%d-v%d","tag":"tree"}' % (plant_id, version)
+
+
 def invalid_body(plant_id: int) -> bytes:
     """A body the schema refuses (400): `id` is a string."""
     return b'{"id":"%d","name":"plant-%d"}' % (plant_id, plant_id)

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import count
 
+import falcon
+
 from bench.environs import (
     AUTHORIZED,
     CONFIG,
@@ -18,8 +20,11 @@ from bench.environs import (
     invalid_body,
     plant_body,
     replay,
+    tag_of,
 )
 from bench.floor import create_floor_app
+from bench.stock import document
+from plantstore.api.conditions import etag_of, matches, none_matches
 from plantstore.app import create_app
 from plantstore.runtime import Runtime
 from plantstore.stores.memory import MemoryStore
@@ -31,6 +36,8 @@ READABLE = 1_000
 #: The cases measured beside the floor. Their ratios are diagnostics, not targets: what users
 #: feel is measured over loopback, with the real gunicorn (bench/loopback.py).
 CASES = ("success", "webhooks", "get", "401", "400")
+#: The name of the ETag's work in a `GET /plants/{id}`, measured beside the cases.
+ETAG = "etag"
 #: Seconds a delivery attempt may take in `subscribed_app`: longer than any run, so that its
 #: subscriber's silence costs no retry, and no warning in the log, while the bench runs.
 ATTEMPT_SECONDS = 3600
@@ -48,6 +55,45 @@ class Case:
     def environs(self, ids: Iterator[int], size: int) -> list[dict]:
         return [self.environ(next(ids)) for _ in range(size)]
 
+    def timed(self, ids: Iterator[int], size: int) -> float:
+        """µs per request, over `size` of them."""
+        return timed(self.app, self.environs(ids, size), self.expected)
+
+
+class EtagWork:
+    """What a `GET /plants/{id}` of the `get` case does for its `ETag`, alone: the `If-Match`
+    and `If-None-Match` checks of a request that has neither, the plant's digest, and the
+    header set on the response (`Plant.on_get`, with the functions it calls).
+
+    The service always sends the `ETag`, and has no switch to leave it out; so what it adds to
+    a read is measured this way, against the whole read (`get`). Each request and response is
+    made ahead, as Falcon makes them before the resource is called.
+    """
+
+    name = ETAG
+
+    def timed(self, ids: Iterator[int], size: int) -> float:
+        """µs per read, over `size` reads of the `get` case's plants."""
+        reader = Replayer(READER, "GET")
+        # Made once, as an app makes them: made anew for each request, they cost more than it.
+        request_options, response_options = falcon.RequestOptions(), falcon.ResponseOptions()
+        reads = []
+        for _ in range(size):
+            plant_id = readable(next(ids))
+            req = falcon.Request(reader.environ(path=f"/plants/{plant_id}"), request_options)
+            plant = document(plant_id, tag_of(plant_id))
+            reads.append((req, falcon.Response(response_options), plant))
+        start = time.perf_counter_ns()
+        for req, resp, plant in reads:
+            if matches(req, plant) and not none_matches(req, plant):
+                resp.etag = etag_of(plant)
+        return (time.perf_counter_ns() - start) / size / 1000
+
+
+def readable(i: int) -> int:
+    """The id of the `i`-th plant the `get` case reads: those kept ahead, one after another."""
+    return -1 - i % READABLE
+
 
 def cases() -> list[Case]:
     """The floor first, then the app's paths, all on one memory store.
@@ -64,7 +110,7 @@ def cases() -> list[Case]:
         Case("floor", create_floor_app(), lambda i: post.environ(plant_body(i)), 200),
         Case("success", app, lambda i: post.environ(plant_body(i)), 200),
         Case("webhooks", subscribed, lambda i: post.environ(plant_body(i)), 200),
-        Case("get", app, lambda i: get.environ(path=f"/plants/{-1 - i % READABLE}"), 200),
+        Case("get", app, lambda i: get.environ(path=f"/plants/{readable(i)}"), 200),
         Case("400", app, lambda i: post.environ(invalid_body(i)), 400),
         Case("401", app, lambda i: anonymous.environ(plant_body(i)), 401),
     ]
@@ -100,17 +146,17 @@ def timed(app: Callable, environs: list[dict], expected: int) -> float:
 
 
 def measure(rounds: int, batch: int) -> dict[str, float]:
-    """Give the median µs per request of each case over `rounds` batches of `batch` requests.
+    """Give the median µs per request of each case, and of the ETag's work (`ETAG`), over
+    `rounds` batches of `batch` requests.
 
     Cases take turns within each round, in reversed order every other round, so that whatever
     else the machine does falls on all of them alike. Every id is fresh: a success is a create.
     """
     ids = count()
     timings: dict[str, list[float]] = {}
-    all_cases = cases()
+    measured = [*cases(), EtagWork()]
     for round_number in range(rounds):
-        ordered = all_cases if round_number % 2 == 0 else all_cases[::-1]
+        ordered = measured if round_number % 2 == 0 else measured[::-1]
         for case in ordered:
-            environs = case.environs(ids, batch)
-            timings.setdefault(case.name, []).append(timed(case.app, environs, case.expected))
+            timings.setdefault(case.name, []).append(case.timed(ids, batch))
     return {name: statistics.median(values) for name, values in timings.items()}

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from itertools import count, cycle
 from typing import ClassVar
 
-from bench.environs import AUTHORIZED, READER, plant_body
+from bench.environs import AUTHORIZED, READER, plant_body, replacement_body
 
-#: One request: method, path (with its query) and body (None: no body).
-Request = tuple[str, str, bytes | None]
+#: One request: method, path (with its query), body (None: no body) and headers.
+Request = tuple[str, str, bytes | None, dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,10 @@ class Creates:
     expected: ClassVar[int] = 200
 
     def requests(self) -> Iterator[Request]:
-        return (("POST", "/plants", plant_body(plant_id)) for plant_id in count(self.first_id))
+        return (
+            ("POST", "/plants", plant_body(plant_id), AUTHORIZED)
+            for plant_id in count(self.first_id)
+        )
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,47 @@ class Reads:
     expected: ClassVar[int] = 200
 
     def requests(self) -> Iterator[Request]:
-        return (("GET", path, None) for path in cycle(self.paths))
+        return (("GET", path, None, READER) for path in cycle(self.paths))
+
+
+@dataclass(frozen=True)
+class Revalidations:
+    """`GET` of each of `paths` in turn, over and over, with `If-None-Match` naming the `ETag`
+    of its plant (`tags`, one a path), as a cache asks whether what it holds is still current:
+    the plants do not change, so each answers 304.
+    """
+
+    paths: tuple[str, ...]
+    tags: tuple[str, ...]
+    expected: ClassVar[int] = 304
+
+    def requests(self) -> Iterator[Request]:
+        return (
+            ("GET", path, None, {**READER, "If-None-Match": f'"{tag}"'})
+            for path, tag in cycle(zip(self.paths, self.tags, strict=True))
+        )
+
+
+@dataclass(frozen=True)
+class Replaces:
+    """`PUT /plants/{id}` of each of `ids` in turn, over and over, renaming its plant each time
+    (`replacement_body`, versions from `first_version` on, one a request): every request
+    replaces a stored plant with another, so each answers 200 and changes what is kept.
+    """
+
+    ids: tuple[int, ...]
+    first_version: int
+    expected: ClassVar[int] = 200
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(f"/plants/{plant_id}" for plant_id in self.ids)
+
+    def requests(self) -> Iterator[Request]:
+        return (
+            ("PUT", f"/plants/{plant_id}", replacement_body(plant_id, version), AUTHORIZED)
+            for plant_id, version in zip(cycle(self.ids), count(self.first_version))
+        )
 
 
 @dataclass(frozen=True)
@@ -54,10 +97,10 @@ class Deletes:
         return tuple(f"/plants/{plant_id}" for plant_id in self.ids)
 
     def requests(self) -> Iterator[Request]:
-        return (("DELETE", path, None) for path in cycle(self.paths))
+        return (("DELETE", path, None, READER) for path in cycle(self.paths))
 
 
-Workload = Creates | Reads | Deletes
+Workload = Creates | Reads | Revalidations | Replaces | Deletes
 
 
 @dataclass(frozen=True)
@@ -85,8 +128,7 @@ _CONTENT_LENGTH = re.compile(rb"\r\ncontent-length: *(\d+)", re.IGNORECASE)
 
 
 def _raw(port: int, request: Request) -> bytes:
-    method, path, body = request
-    headers = AUTHORIZED if body is not None else READER
+    method, path, body, headers = request
     head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
     head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
     if body is None:
@@ -151,7 +193,7 @@ def python_load(
                 state[sock][1] = received
                 continue
             # The service sends a Content-Length with every body: an answer without one (a
-            # 204) has none.
+            # 204, a 304) has none.
             length = _CONTENT_LENGTH.search(received, 0, head_end)
             if len(received) < head_end + 4 + (int(length[1]) if length else 0):
                 state[sock][1] = received

@@ -13,16 +13,27 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
-from bench.load import Creates, LoadResult, Workload, python_load
-from bench.server import Server, server_environ
+from bench.load import Creates, LoadResult, Reads, Replaces, Revalidations, Workload, python_load
+from bench.server import WARM_UP_REQUESTS, Server, server_environ
+from bench.stock import document
 from bench.wrk import ensure_wrk, wrk_load
+from plantstore.api.conditions import etag_of
 
 _Key = TypeVar("_Key")
 
 #: Ids of each run start this far apart, so every request of a run creates a plant.
 IDS_PER_RUN = 100_000_000
 #: What warms a server up unless told otherwise: creates, with ids no measured run uses.
-CREATES_BEFORE = Creates(-200)
+CREATES_BEFORE = Creates(-WARM_UP_REQUESTS)
+#: The ids of the plants `CREATES_BEFORE` leaves in every server, each `plant_body(id)`.
+WARMED_UP = tuple(range(CREATES_BEFORE.first_id, CREATES_BEFORE.first_id + WARM_UP_REQUESTS))
+#: Reads of the warmed-up plants, each in turn, answered 200.
+READS = Reads(tuple(f"/plants/{plant_id}" for plant_id in WARMED_UP))
+#: The same reads as a cache revalidates what it holds, answered 304: the `ETag` of a plant is
+#: that of the document the service keeps for `plant_body(id)`, tagged tree.
+REVALIDATIONS = Revalidations(
+    READS.paths, tuple(etag_of(document(plant_id, "tree")) for plant_id in WARMED_UP)
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,11 @@ class Load:
 def creates(round_number: int) -> Creates:
     """Every request of every run creates a plant."""
     return Creates((round_number + 1) * IDS_PER_RUN)
+
+
+def replaces(round_number: int) -> Replaces:
+    """Every request renames one of the warmed-up plants, with a name no other request sends."""
+    return Replaces(WARMED_UP, (round_number + 1) * IDS_PER_RUN)
 
 
 def choose_setup(generator: str) -> Setup:
@@ -148,17 +164,32 @@ def stores(tmp: str, postgres_url: str | None) -> dict[str, dict[str, str]]:
     return selected
 
 
-def throughput(
-    setup: Setup, postgres_url: str | None, rounds: int, seconds: int, connections: int
-) -> dict[str, Figures]:
-    """The floor app and the service on each store, all under `gunicorn.conf.py`."""
+def beside_floor(
+    setup: Setup,
+    postgres_url: str | None,
+    workloads: dict[str, Callable[[int], Workload]],
+    rounds: int,
+    seconds: int,
+    connections: int,
+) -> tuple[Figures, dict[str, dict[str, Figures]]]:
+    """The floor app's creates, and each of `workloads` on the service on each store, all under
+    `gunicorn.conf.py`: the floor's figures, and each store's by workload.
+
+    The workloads of a store take turns on one server, so they share its plants: those of the
+    warm-up, and those the creates add.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         servers = {"floor": Served(args=("bench.floor:app",))}
-        servers.update(
-            {store: Served(environ) for store, environ in stores(tmp, postgres_url).items()}
-        )
-        loads = {name: Load(name, creates) for name in servers}
-        return compare(setup, servers, loads, rounds, seconds, connections)
+        loads = {("floor", "creates"): Load("floor", creates)}
+        for store, environ in stores(tmp, postgres_url).items():
+            servers[store] = Served(environ)
+            loads.update({(store, name): Load(store, made) for name, made in workloads.items()})
+        figures = compare(setup, servers, loads, rounds, seconds, connections)
+    by_store: dict[str, dict[str, Figures]] = {}
+    for (server, name), measured in figures.items():
+        if server != "floor":
+            by_store.setdefault(server, {})[name] = measured
+    return figures["floor", "creates"], by_store
 
 
 def tail(

@@ -5,10 +5,15 @@
 --     and no id is ever sent twice. With ACKED_FILE, the id of every plant answered 200 is
 --     written there, one a line: the name carries the id, so the answer tells which it was;
 --   read FILE: GET each path of FILE (one a line) in turn, over and over;
+--   revalidate FILE: the same, each line a path and its plant's ETag (unquoted), sent as
+--     If-None-Match; the plants do not change, so each answers 304;
+--   replace FILE FIRST_VERSION: PUT each path of FILE (/plants/ID) in turn, over and over, with
+--     the plant renamed plant-ID-vVERSION, a fresh version each request from FIRST_VERSION on:
+--     each replaces a stored plant with another, answered 200;
 --   delete FILE: DELETE each path of FILE in turn, and expect 204: each plant is deleted once
 --     while the paths last, and a path sent again (they ran out) answers 404.
 -- The last line printed is `BENCH {...}`: the run's figures, and the answers of another status
--- than the one expected (200, or 204 to a delete) by status.
+-- than the one expected (200; 304 to a revalidation, 204 to a delete) by status.
 
 local threads = {}
 
@@ -30,18 +35,35 @@ function init(args)
     request = create
   else
     paths = {}
-    for path in io.lines(args[4]) do
+    tags = {}
+    for line in io.lines(args[4]) do
+      local path, tag = line:match("^(%S+) ?(%S*)$")
       paths[#paths + 1] = path
+      tags[#tags + 1] = tag
     end
     next_path = offset % #paths + 1
     headers = {["Authorization"] = token}
     method = "GET"
-    if args[3] == "delete" then
+    request = send_path
+    if args[3] == "revalidate" then
+      expected = 304
+      request = revalidate
+    elseif args[3] == "replace" then
+      headers["Content-Type"] = "application/json"
+      next_version = tonumber(args[5]) + offset
+      request = replace
+    elseif args[3] == "delete" then
       method = "DELETE"
       expected = 204
     end
-    request = send_path
   end
+end
+
+-- The index of the path to send, and the next one's after it.
+function take_path()
+  local taken = next_path
+  next_path = (next_path + stride - 1) % #paths + 1
+  return taken
 end
 
 function create()
@@ -52,9 +74,22 @@ function create()
 end
 
 function send_path()
-  local path = paths[next_path]
-  next_path = (next_path + stride - 1) % #paths + 1
-  return wrk.format(method, path, headers)
+  return wrk.format(method, paths[take_path()], headers)
+end
+
+function revalidate()
+  local taken = take_path()
+  headers["If-None-Match"] = '"' .. tags[taken] .. '"'
+  return wrk.format("GET", paths[taken], headers)
+end
+
+function replace()
+  local path = paths[take_path()]
+  local version = next_version
+  next_version = next_version + stride
+  local id = path:match("/plants/(%-?%d+)$")
+  local body = string.format('{"name":"plant-%s-v%d","tag":"tree"}', id, version)
+  return wrk.format("PUT", path, headers, body)
 end
 
 function response(status, headers, body)

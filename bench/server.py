@@ -4,12 +4,15 @@ import tempfile
 from itertools import islice
 from pathlib import Path
 
-from bench.environs import AUTHORIZED, READER, TOKEN
+from bench.environs import TOKEN
 from bench.load import Workload
 from tests import gunicorn_server
 from tests.gunicorn_server import ROOT
 
-__all__ = ["ROOT", "Server", "server_environ"]
+__all__ = ["ROOT", "WARM_UP_REQUESTS", "Server", "server_environ"]
+
+#: Requests a server is warmed up with, unless told otherwise.
+WARM_UP_REQUESTS = 200
 
 
 def server_environ(**overrides: str) -> dict[str, str]:
@@ -32,12 +35,14 @@ class Server(gunicorn_server.GunicornServer):
             environ, "--access-logfile=/dev/null", *args, cpu=cpu, log_dir=Path(self._logs.name)
         )
 
-    def warm_up(self, workload: Workload, requests: int = 200, timeout: float = 600) -> None:
+    def warm_up(
+        self, workload: Workload, requests: int = WARM_UP_REQUESTS, timeout: float = 600
+    ) -> None:
         """Send the first `requests` of `workload` one by one and check each is 200."""
         connection = self.connect(timeout)
         try:
-            for method, path, body in islice(workload.requests(), requests):
-                connection.request(method, path, body, AUTHORIZED if body is not None else READER)
+            for method, path, body, headers in islice(workload.requests(), requests):
+                connection.request(method, path, body, headers)
                 response = connection.getresponse()
                 response.read()
                 if response.status != 200:

@@ -8,9 +8,11 @@ import tempfile
 from pathlib import Path
 
 from bench.environs import TOKEN
-from bench.load import Creates, Deletes, LoadResult, Workload
+from bench.load import Creates, Deletes, LoadResult, Reads, Replaces, Revalidations, Workload
 
 SCRIPT = Path(__file__).with_name("plants.lua")
+#: The script's mode for each workload of stored plants, which it reads from a file.
+MODES = {Reads: "read", Revalidations: "revalidate", Replaces: "replace", Deletes: "delete"}
 APT_GET = ["apt-get", "-o", "DPkg::Lock::Timeout=600"]
 
 
@@ -29,15 +31,21 @@ def wrk_load(
 ) -> LoadResult:
     """Run wrk (one thread: it has one CPU) and read the figures its script prints.
 
-    A workload of reads or deletes reaches the script as a file of paths, one a line.
+    A workload of stored plants reaches the script as a file of paths, one a line (of
+    revalidations, each path followed by its plant's `ETag`).
     """
     with tempfile.NamedTemporaryFile("w", suffix=".paths") as paths:
         if isinstance(workload, Creates):
             mode = ["create", str(workload.first_id)]
         else:
-            paths.write("".join(f"{path}\n" for path in workload.paths))
+            lines = workload.paths
+            if isinstance(workload, Revalidations):
+                lines = (f"{path} {tag}" for path, tag in zip(lines, workload.tags, strict=True))
+            paths.write("".join(f"{line}\n" for line in lines))
             paths.flush()
-            mode = ["delete" if isinstance(workload, Deletes) else "read", paths.name]
+            mode = [MODES[type(workload)], paths.name]
+            if isinstance(workload, Replaces):
+                mode.append(str(workload.first_version))
         figures = run_script(wrk, port, seconds, connections, TOKEN, *mode)
     return LoadResult(
         requests=figures["requests"],

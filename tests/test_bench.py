@@ -7,14 +7,14 @@ every case, on small stores. The parts over loopback run for a second each under
 import random
 import subprocess
 import sys
-from itertools import count
+from itertools import count, islice
 from types import SimpleNamespace
 
 import falcon.testing
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from bench import durable, inprocess, pages, postgres, webhooks
+from bench import durable, inprocess, loopback, pages, postgres, webhooks
 from bench.environs import (
     AUTHORIZED,
     CONFIG,
@@ -25,10 +25,11 @@ from bench.environs import (
     replay,
     tag_of,
 )
-from bench.load import Creates, Deletes, python_load
+from bench.load import Creates, Deletes, Request, python_load
 from bench.loopback import choose_setup, pinned
-from bench.server import ROOT, Server, server_environ
+from bench.server import ROOT, WARM_UP_REQUESTS, Server, server_environ
 from bench.stock import Stock, document, fill_postgres, fill_sqlite
+from plantstore.api.conditions import etag_of
 from plantstore.app import create_app
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
@@ -45,10 +46,20 @@ def case_named(name: str) -> inprocess.Case:
     return next(case for case in inprocess.cases() if case.name == name)
 
 
-def test_the_in_process_part_measures_every_case():
+def test_the_in_process_part_measures_every_case_and_the_etags_work():
     medians = inprocess.measure(rounds=2, batch=5)
-    assert set(medians) == set(CASES)
+    assert set(medians) == {*CASES, inprocess.ETAG}
     assert all(microseconds > 0 for microseconds in medians.values())
+
+
+def test_the_etags_work_is_timed_on_the_plants_the_get_case_reads():
+    """The digest is taken of the very bytes each read answers: its ETag is their digest."""
+    client = falcon.testing.TestClient(case_named("get").app)
+    for i in (0, 1, inprocess.READABLE - 1):
+        plant_id = inprocess.readable(i)
+        answer = client.simulate_get(f"/plants/{plant_id}", headers=READER)
+        assert answer.content == document(plant_id, tag_of(plant_id))
+        assert answer.headers["ETag"] == f'"{etag_of(answer.content)}"'
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -208,6 +219,66 @@ def test_a_service_that_does_not_count_commits_and_changes_has_no_figure(before,
     assert commits.per_change is None
 
 
+def answer(client: falcon.testing.TestClient, request: Request) -> falcon.testing.Result:
+    method, path, body, headers = request
+    return client.simulate_request(method, path, body=body, headers=headers)
+
+
+@pytest.fixture
+def warmed_up():
+    """The app on a memory store, warmed up as every loopback server is."""
+    client = falcon.testing.TestClient(create_app(CONFIG, MemoryStore()))
+    for request in islice(loopback.CREATES_BEFORE.requests(), WARM_UP_REQUESTS):
+        assert answer(client, request).status_code == 200
+    return client
+
+
+def test_the_reads_read_the_plants_of_the_warm_up_and_a_revalidation_names_their_etag(
+    warmed_up,
+):
+    plants = len(loopback.WARMED_UP)
+    reads = [answer(warmed_up, read) for read in islice(loopback.READS.requests(), plants)]
+    assert [read.status_code for read in reads] == [200] * plants
+    revalidations = islice(loopback.REVALIDATIONS.requests(), plants)
+    for read, request in zip(reads, revalidations, strict=True):
+        assert request[3]["If-None-Match"] == read.headers["ETag"]
+        assert answer(warmed_up, request).status_code == 304
+
+
+def test_every_replace_changes_its_plant_round_after_round(warmed_up):
+    """Each PUT answers 200 with a plant other than the one it replaced: none stores what was
+    there already (a PUT that changes nothing costs less), nor creates one (201)."""
+    tags = {
+        path: warmed_up.simulate_get(path, headers=READER).headers["ETag"]
+        for path in loopback.READS.paths
+    }
+    for round_number in range(2):
+        requests = loopback.replaces(round_number).requests()
+        for request in islice(requests, 2 * len(loopback.WARMED_UP)):
+            replaced = answer(warmed_up, request)
+            assert replaced.status_code == 200
+            assert replaced.headers["ETag"] != tags[request[1]]
+            tags[request[1]] = replaced.headers["ETag"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("generator", ["wrk", "python"])
+def test_revalidations_answer_304_until_replaces_change_every_plant(generator):
+    """Both generators send each plant's ETag and count the 304 as expected; they replace
+    every plant of the warm-up, answered 200; a revalidation of a changed plant, answered 200,
+    makes the run invalid."""
+    setup = choose_setup(generator)
+    with Server(None, server_environ()) as server, pinned(setup.load_cpu):
+        server.warm_up(loopback.CREATES_BEFORE)
+        before = setup.load(server.port, loopback.REVALIDATIONS, seconds=1, connections=4)
+        replaced = setup.load(server.port, loopback.replaces(0), seconds=1, connections=4)
+        after = setup.load(server.port, loopback.REVALIDATIONS, seconds=1, connections=4)
+    assert before.valid and replaced.valid
+    assert replaced.requests > len(loopback.WARMED_UP)
+    assert after.unexpected == after.requests > 0
+    assert not after.valid
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("generator", ["wrk", "python"])
 def test_each_plant_is_deleted_once_and_one_sent_again_makes_the_run_invalid(generator):
@@ -268,9 +339,10 @@ def run_bench(*arguments: str) -> str:
 
 
 @pytest.mark.slow
-def test_the_parts_over_loopback_run_and_every_answer_is_200():
+def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
     """Every server, load and check, for one second each, with the Python load generator."""
-    arguments = ["--parts", "loopback", "loopback-webhooks", "delivery", "loopback-pages", "tail"]
+    arguments = ["--parts", "loopback", "loopback-reads", "loopback-webhooks", "delivery"]
+    arguments += ["loopback-pages", "tail"]
     arguments += ["--generator", "python"]
     arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
     run_bench(*arguments)
