@@ -31,16 +31,8 @@ PARTS = (
     "tail",
     "memory",
 )
-#: The parts served by gunicorn over loopback.
-LOOPBACK_PARTS = {
-    "loopback",
-    "loopback-reads",
-    "durable",
-    "loopback-webhooks",
-    "delivery",
-    "loopback-pages",
-    "tail",
-}
+#: The parts served by gunicorn over loopback: all but those measured in process.
+LOOPBACK_PARTS = set(PARTS) - {"inprocess", "pages", "memory"}
 LIBRARIES = ("falcon", "marshmallow", "orjson", "gunicorn")
 
 
