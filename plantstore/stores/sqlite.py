@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from functools import partial
-from typing import TypeVar
 from urllib.parse import quote
 
 from plantstore.stores import (
@@ -130,7 +129,6 @@ def _key_subscribers(connection: sqlite3.Connection) -> None:
 _STEPS = (_create_plants, _index_tags, _create_outbox, _key_subscribers)
 _OUTBOX = outbox_statements("?")
 _CLAIM = claim_statement("?")
-_T = TypeVar("_T")
 
 
 def _kept(connection: sqlite3.Connection, plant_id: int) -> bytes | None:
@@ -267,12 +265,12 @@ class SqliteStore:
             self._migrate(connection)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        return self._make(partial(_add, plant_id=plant_id, plant=plant, events=self._events))
+        return self._writer.make(partial(_add, plant_id=plant_id, plant=plant, events=self._events))
 
     def put(
         self, plant_id: int, plant: bytes, condition: Condition | None = None
     ) -> tuple[Put, bytes]:
-        return self._make(
+        return self._writer.make(
             partial(_put, plant_id=plant_id, plant=plant, condition=condition, events=self._events)
         )
 
@@ -281,7 +279,7 @@ class SqliteStore:
             return _kept(self._connection(), plant_id)
 
     def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
-        return self._make(
+        return self._writer.make(
             partial(_delete, plant_id=plant_id, condition=condition, events=self._events)
         )
 
@@ -332,17 +330,19 @@ class SqliteStore:
 
     def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         """Lease what is due in one statement, which is one transaction under the write lock."""
-        return self._make(
+        return self._writer.make(
             lambda connection: deliveries(
                 connection.execute(_CLAIM, (lease_until, subscriber, now, limit)).fetchall()
             )
         )
 
     def retry(self, delivery: Delivery, at: float) -> None:
-        self._make(lambda connection: connection.execute(_OUTBOX["retry"], (at, delivery.id)))
+        self._writer.make(
+            lambda connection: connection.execute(_OUTBOX["retry"], (at, delivery.id))
+        )
 
     def forget(self, delivery: Delivery) -> None:
-        self._make(lambda connection: connection.execute(_OUTBOX["forget"], (delivery.id,)))
+        self._writer.make(lambda connection: connection.execute(_OUTBOX["forget"], (delivery.id,)))
 
     def oldest(self) -> float | None:
         with self._served():
@@ -380,13 +380,12 @@ class SqliteStore:
             if steps:
                 connection.execute(f"PRAGMA user_version = {len(_STEPS)}")
 
-    def _make(self, change: Change[sqlite3.Connection, _T]) -> _T:
-        """Make `change` in the writer's next batch, and answer for the file as for a read."""
-        with self._served():
-            return self._writer.make(change)
-
     def _write(self, changes: Sequence[Change]) -> list[object]:
-        """Make a batch in one transaction; on the writer thread."""
+        """Make a batch in one transaction; on the writer thread.
+
+        It answers for the file as a read does (`_served`), once for the whole batch: a file
+        lost or replaced fails every change of it.
+        """
         self._commits.recorded = False
         with self._served():
             connection = self._connection()
