@@ -7,6 +7,7 @@ from urllib.parse import quote
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
+from plantstore.api.conditions import ENTITY_TAGS_PATTERN
 from plantstore.api.schemas import (
     DecimalInteger,
     DeletedPlantSchema,
@@ -233,7 +234,8 @@ def _spec_with_components() -> APISpec:
             name, "header", {"required": True, "description": description, **_STRING}
         )
     for name, description in CONDITIONS.items():
-        spec.components.parameter(name, "header", {"description": description, **_STRING})
+        schema = {"type": "string", "pattern": ENTITY_TAGS_PATTERN}
+        spec.components.parameter(name, "header", {"description": description, "schema": schema})
     for name, header in HEADERS.items():
         spec.components.header(name, header)
     for status in ERRORS:

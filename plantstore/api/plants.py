@@ -6,13 +6,7 @@ import falcon
 import orjson
 from marshmallow import ValidationError
 
-from plantstore.api.conditions import (
-    change_condition,
-    etag_of,
-    matches,
-    none_matches,
-    precondition_failed,
-)
+from plantstore.api.conditions import Conditions, etag_of, precondition_failed
 from plantstore.api.media import require_json
 from plantstore.api.schemas import (
     MAX_PAGE_BYTES,
@@ -86,12 +80,13 @@ class Plant:
     def on_get(self, req, resp, plant_id):
         """Answer the plant, byte for byte as it is kept; 304 when the client has it already."""
         plant_id = _load_plant_id(plant_id)
+        conditions = Conditions.of(req)
         plant = self._store.get(plant_id)
-        if not matches(req, plant):
+        if not conditions.matches(plant):
             raise precondition_failed(plant_id)
         if plant is None:
             raise _not_found(plant_id)
-        if none_matches(req, plant):
+        if conditions.none_matches(plant):
             resp.status = falcon.HTTP_304
             resp.etag = etag_of(plant)
             return
@@ -105,12 +100,13 @@ class Plant:
         body without `tag` leaves it without one. A plant the same as the kept one changes
         nothing, and answers the kept one."""
         plant_id = _load_plant_id(plant_id)
+        condition = Conditions.of(req).of_change()
         replacement = _REPLACEMENT.load(req.get_media())
         if replacement.get("id", plant_id) != plant_id:
             raise ValidationError({"id": [f"Must be the id of the path, {plant_id}, when given."]})
         plant = orjson.dumps(_PLANT.dump(replacement))
         try:
-            done, kept = self._store.put(plant_id, plant, change_condition(req))
+            done, kept = self._store.put(plant_id, plant, condition)
         except ConditionFailed:
             raise precondition_failed(plant_id) from None
         if done is Put.CREATED:
@@ -121,8 +117,9 @@ class Plant:
     def on_delete(self, req, resp, plant_id):
         """Forget the plant; its id is free again."""
         plant_id = _load_plant_id(plant_id)
+        condition = Conditions.of(req).of_change()
         try:
-            deleted = self._store.delete(plant_id, change_condition(req))
+            deleted = self._store.delete(plant_id, condition)
         except ConditionFailed:
             raise precondition_failed(plant_id) from None
         if not deleted:
