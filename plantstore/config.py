@@ -22,6 +22,8 @@ DEFAULT_MAX_BODY_BYTES = 65536
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
 DEFAULT_STORE = MEMORY_URL
+#: Seconds a start waits for its store to be reached, unless configured.
+DEFAULT_STORE_WAIT = 10
 #: Threads in each gunicorn worker, unless configured.
 DEFAULT_THREADS = 8
 #: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.
@@ -261,6 +263,8 @@ class Config:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     forwarded_allow_ips: TrustedProxies = DEFAULT_TRUSTED_PROXIES
     store_url: str = DEFAULT_STORE
+    #: Seconds a start (or `plantstore check`) waits for the store before it gives up.
+    store_wait: int = DEFAULT_STORE_WAIT
     cors_origins: tuple[str, ...] = ()
     metrics_public: bool = False
     #: Where events are sent; none, the default, sends none and runs no delivery thread.
@@ -284,6 +288,7 @@ class Config:
             ),
             forwarded_allow_ips=_read_forwarded_allow_ips(environ),
             store_url=_read_store(environ),
+            store_wait=env_int(environ, "PLANTSTORE_STORE_WAIT", DEFAULT_STORE_WAIT),
             cors_origins=_read_cors_origins(environ),
             metrics_public=_read_flag(environ, "PLANTSTORE_METRICS_PUBLIC"),
             webhook_urls=webhook_urls,

@@ -180,6 +180,7 @@ BAD_SETTINGS = {
         "PLANTSTORE_STORE names a SQLite file in {tmp}/missing, which is not a directory: "
         "make it first",
     ),
+    "PLANTSTORE_STORE_WAIT": ("-1", f"PLANTSTORE_STORE_WAIT {WHOLE} of at least 0, not '-1'"),
     "PORT": ("99999", f"PORT {WHOLE} from 1 to 65535, not '99999'"),
     "WEB_CONCURRENCY": ("0", f"WEB_CONCURRENCY {WHOLE} of at least 1, not '0'"),
     "GUNICORN_THREADS": ("lots", f"GUNICORN_THREADS {WHOLE} of at least 1, not 'lots'"),
@@ -432,15 +433,17 @@ ERROR_LOG_LINE = re.compile(
 )
 
 
-def test_every_line_of_the_error_log_has_one_format_and_a_503s_cause_its_request_id():
-    """Nothing listens on port 1: the pool's attempts are logged, and the request waits for a
-    connection in vain, so its cause is logged too."""
+def test_every_line_of_the_error_log_has_one_format_and_a_503s_cause_its_request_id(
+    postgres_cluster,
+):
+    """The database stops after the start: the pool's attempts are logged, and the request
+    waits for a connection in vain, so its cause is logged too."""
     server = GunicornServer(
-        server_environ(
-            PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE="postgresql://plantstore@127.0.0.1:1/plants"
-        )
+        server_environ(PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE=postgres_cluster.url())
     )
     try:
+        assert server.request("GET", "/readyz")[0] == 200
+        postgres_cluster.stop()
         plant = json.dumps({"id": 1, "name": "fern"})
         status, _, _ = server.request("POST", "/plants", plant, {**AUTH, "X-Request-ID": "trace-7"})
     finally:

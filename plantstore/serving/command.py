@@ -11,12 +11,13 @@ import sys
 
 from plantstore.config import ConfigError
 from plantstore.serving import run_token
-from plantstore.serving.server_config import check_workers, read_all
+from plantstore.serving.server_config import check_workers, read_all, unreachable
 from plantstore.stores import (
     SchemaTooNew,
     StoreUnavailable,
     StoreUnusable,
     open_store,
+    prepare_store,
     store_kind,
 )
 
@@ -81,13 +82,18 @@ def check() -> None:
     logging.getLogger().addHandler(logging.NullHandler())
     try:
         check_workers(config, server.workers)
-        store = open_store(config.store_url)
-        try:
-            store.check_ready()
-        finally:
-            store.close()
-    except (ConfigError, StoreUnavailable, StoreUnusable, SchemaTooNew) as ex:
+        prepare_store(config.store_url, config.store_wait)
+    except StoreUnavailable as ex:
+        raise SystemExit(f"plantstore: {unreachable(config, ex)}") from None
+    except (ConfigError, StoreUnusable, SchemaTooNew) as ex:
         raise SystemExit(f"plantstore: {ex}") from None
+    store = open_store(config.store_url)
+    try:
+        store.check_ready()
+    except StoreUnavailable as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
+    finally:
+        store.close()
     print(f"plantstore: ok: the {store_kind(config.store_url)} store is ready")
 
 

@@ -85,6 +85,14 @@ def check_workers(config: Config, workers: int) -> None:
         )
 
 
+def unreachable(config: Config, ex: Exception) -> str:
+    """Say that the store a start names could not serve within its wait, and why."""
+    return (
+        f"PLANTSTORE_STORE could not be reached within {config.store_wait} s "
+        f"(PLANTSTORE_STORE_WAIT): {ex}"
+    )
+
+
 def read_all(environ: Mapping[str, str] = os.environ) -> tuple[Config, ServerConfig]:
     """Every setting of the service, the app's and the server's: a bad one is a `ConfigError`."""
     config = Config.from_env(environ)

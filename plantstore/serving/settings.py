@@ -14,12 +14,12 @@ from pathlib import Path
 from plantstore.config import Config, ConfigError
 from plantstore.operations.logs import current_request_id
 from plantstore.serving import run_token
-from plantstore.serving.server_config import check_workers, read_all
+from plantstore.serving.server_config import check_workers, read_all, unreachable
 from plantstore.stores import (
     SchemaTooNew,
     StoreUnavailable,
     StoreUnusable,
-    open_store,
+    prepare_store,
     remember_started_store,
 )
 from plantstore.webhooks.subscribers import subscriber
@@ -91,11 +91,13 @@ _runtime = None
 def on_starting(server):
     """Stop the start, with one line, on what would make every worker fail.
 
-    The memory store takes one worker: each would keep its own dict. A database store brings
-    its schema up to date here, so that a database newer than this code stops the start, and so
-    does a SQLite file that is not a database or cannot be opened. One that cannot be reached
-    now is left to the workers, which serve once it can. Every worker answers only for the
-    SQLite file opened here: a file put in its place while the service runs is refused.
+    The memory store takes one worker: each would keep its own dict. A database store is
+    reached, and its schema brought up to date, here: a database newer than this code stops
+    the start, and so does a SQLite file that is not a database or cannot be opened, and a
+    store that cannot be reached within `PLANTSTORE_STORE_WAIT` seconds (the line says why).
+    Once started, a store lost is the workers' to wait for (503 meanwhile). Every worker
+    answers only for the SQLite file opened here: a file put in its place while the service
+    runs is refused.
     """
     if server.cfg.preload_app and server.cfg.workers > 1:
         # Loaded in the master, the app would import prometheus_client before `when_ready` named
@@ -106,11 +108,11 @@ def on_starting(server):
         )
     try:
         check_workers(_config, server.cfg.workers)
-        open_store(_config.store_url).close()
+        prepare_store(_config.store_url, _config.store_wait)
+    except StoreUnavailable as ex:
+        raise SystemExit(f"plantstore: {unreachable(_config, ex)}") from None
     except (ConfigError, SchemaTooNew, StoreUnusable) as ex:
         raise SystemExit(f"plantstore: {ex}") from None
-    except StoreUnavailable:
-        pass
     remember_started_store(_config.store_url)
 
 

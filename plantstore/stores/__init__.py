@@ -4,6 +4,7 @@ A plant is kept as its JSON document (UTF-8 bytes): the very body the service an
 That form is compact and is served as it is, with no parse and no dump.
 """
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 from typing import NamedTuple, Protocol
@@ -271,6 +272,38 @@ def open_store(
         return PostgresStore(url, subscribers, on_event, on_commit)
     # Not the URL itself: a mistyped PostgreSQL URL may hold a password.
     raise ValueError("PLANTSTORE_STORE names no store")
+
+
+#: Seconds between a start's attempts to reach a store that cannot serve yet.
+PREPARE_RETRY_SECONDS = 0.5
+
+
+def prepare_store(url: str, wait: float) -> None:
+    """Reach the store a start names and bring its schema up to date, once, for every worker.
+
+    A store that cannot serve yet (a database starting, a lock held) is tried again until
+    `wait` seconds have passed.
+
+    Raises:
+        StoreUnavailable: it still could not serve after `wait` seconds; the message says why.
+        StoreUnusable: it can never serve as it is.
+        SchemaTooNew: a newer plantstore brought it to a schema this one does not know.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if store_kind(url) == "postgresql":
+                from plantstore.stores.postgres import prepare
+
+                prepare(url)
+            else:
+                open_store(url).close()
+            return
+        except StoreUnavailable:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise
+            time.sleep(min(PREPARE_RETRY_SECONDS, remaining))
 
 
 def remember_started_store(url: str) -> None:

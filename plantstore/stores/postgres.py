@@ -179,6 +179,26 @@ def _require_utf8(connection: psycopg.Connection) -> None:
         )
 
 
+def prepare(url: str) -> None:
+    """Connect once, refuse a database that is not UTF8, and bring its schema up to date.
+
+    Raises:
+        StoreUnavailable: the server cannot be reached, or refused the connection: libpq's
+            reason (`Connection refused`, an unknown host, a failed authentication, a database
+            that does not exist), which names no password.
+        StoreUnusable: the database is not UTF8.
+        SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
+    """
+    try:
+        with psycopg.connect(url, **_CONNECT) as connection:
+            _require_utf8(connection)
+            _migrate(connection)
+    except psycopg.OperationalError as ex:
+        # libpq's first line says why; the next ones only hint ("Is the server running...").
+        reason = " ".join(str(ex).partition("\n")[0].split())
+        raise StoreUnavailable(f"PostgreSQL: {reason}") from None
+
+
 def _configure(connection: psycopg.Connection) -> None:
     """Make a new pooled connection ready: to a UTF8 database, with the schema up to date,
     then its statements bounded.
@@ -245,11 +265,10 @@ class PostgresStore:
             committed=self._commits,
         )
         # Migrate now when the server is up, so that a schema too new or a database not in UTF8
-        # stops the start; when it is down, the pool checks and migrates as it connects.
+        # is refused at once; when it is down, the pool checks and migrates as it connects.
         self._out_of_reach = True
-        with suppress(psycopg.OperationalError), psycopg.connect(url, **_CONNECT) as connection:
-            _require_utf8(connection)
-            _migrate(connection)
+        with suppress(StoreUnavailable):
+            prepare(url)
             self._out_of_reach = False
         self._deadlines = Deadlines()
         self._pool = ConnectionPool(

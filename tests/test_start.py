@@ -1,0 +1,97 @@
+"""A start whose store cannot be reached waits `PLANTSTORE_STORE_WAIT` seconds for it, then stops
+with one `plantstore:` line naming `PLANTSTORE_STORE` and why: never a password, never a
+traceback, no retries logged. `plantstore check` says the same. A store lost after a good start
+is the workers' to wait for, answering 503 meanwhile (tests/test_unavailable.py)."""
+
+import time
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.gunicorn_server import PLANTSTORE, GunicornServer, run_to_exit, server_environ
+
+SECRET = "hunter2"
+AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+
+
+@pytest.fixture(
+    params=[
+        (
+            f"postgresql://plantstore:{SECRET}@127.0.0.1:1/plants",
+            "port 1 failed: Connection refused",
+        ),
+        (
+            f"postgresql://plantstore:{SECRET}@nohost.invalid/plants",
+            "failed to resolve host 'nohost.invalid'",
+        ),
+        ("/plantstore_missing", 'FATAL: database "plantstore_missing" does not exist'),
+        ("nobody", 'FATAL: role "nobody" does not exist'),
+    ],
+    ids=["refused", "unknown host", "no database", "no role"],
+)
+def unreachable(request):
+    """A `PLANTSTORE_STORE` that no wait makes reachable, and what libpq says of it."""
+    url, reason = request.param
+    if not url.startswith("postgresql://"):
+        server = urlsplit(request.getfixturevalue("postgres_server_url"))
+        if url.startswith("/"):
+            server = server._replace(path=url)
+        else:
+            server = server._replace(netloc=f"{url}:{SECRET}@{server.hostname}:{server.port}")
+        url = server.geturl()
+    return url, reason
+
+
+def assert_one_line_saying_why(result, wait: int, reason: str) -> None:
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if "plantstore" in line]
+    (line,) = lines
+    assert line.startswith(
+        f"plantstore: PLANTSTORE_STORE could not be reached within {wait} s "
+        "(PLANTSTORE_STORE_WAIT): PostgreSQL: "
+    )
+    assert reason in line
+    assert SECRET not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert "psycopg" not in result.stderr
+
+
+@pytest.mark.slow
+def test_a_start_that_cannot_reach_its_store_stops_after_its_wait_saying_why(unreachable):
+    url, reason = unreachable
+    began = time.monotonic()
+    result = run_to_exit(
+        "--bind=127.0.0.1:0", PLANTSTORE_TOKENS="t", PLANTSTORE_STORE=url, PLANTSTORE_STORE_WAIT="2"
+    )
+    waited = time.monotonic() - began
+    assert_one_line_saying_why(result, 2, reason)
+    assert 2 <= waited < 10
+
+
+def test_check_says_why_the_store_cannot_be_reached_as_a_start_does(tmp_path, unreachable):
+    url, reason = unreachable
+    result = run_to_exit(
+        "check", command=[PLANTSTORE], cwd=tmp_path, PLANTSTORE_STORE=url, PLANTSTORE_STORE_WAIT="0"
+    )
+    assert result.stdout == ""
+    assert_one_line_saying_why(result, 0, reason)
+
+
+@pytest.mark.slow
+def test_a_start_serves_once_its_database_comes_up_within_the_wait(postgres_cluster):
+    postgres_cluster.stop()
+    server = GunicornServer(
+        server_environ(
+            PLANTSTORE_TOKENS="t",
+            PLANTSTORE_STORE=postgres_cluster.url(),
+            PLANTSTORE_STORE_WAIT="60",
+        )
+    )
+    try:
+        server.wait_for_stderr("Starting gunicorn")
+        postgres_cluster.start()
+        status, _, body = server.request("POST", "/plants", '{"id": 1, "name": "fern"}', AUTH)
+    finally:
+        _, stderr = server.stop()
+    assert (status, body) == (200, b'{"name":"fern"}')
+    assert "plantstore:" not in stderr
