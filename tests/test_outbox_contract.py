@@ -324,3 +324,33 @@ def test_postgresql_repeating_an_add_whose_commit_went_through_writes_no_second_
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         events = connection.execute("SELECT DISTINCT webhook_id FROM outbox").fetchall()
     assert len(events) == 2
+
+
+def test_postgresql_a_claim_leases_no_more_than_its_limit_whatever_the_plan(postgres_url):
+    """A claim polled on a drained outbox (its statistics as autovacuum leaves them) is
+    prepared by psycopg with PostgreSQL's generic plan for an empty table. Written as
+    `IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)`, that plan runs the subquery again for
+    each row and leases the whole backlog: the claim must lease what it hands out, no more."""
+    store = PostgresStore(postgres_url, SUBSCRIBERS)
+    try:
+        store.add(0, FERN)
+        now = time.time()
+        for delivery in claim_all(store, now):
+            store.forget(delivery)
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            connection.execute("VACUUM ANALYZE outbox")
+        for _ in range(30):  # polling: psycopg prepares, then PostgreSQL plans generically
+            assert store.claim(SUBSCRIBERS[0], time.time(), time.time() + LATER, 4) == []
+        for plant_id in range(1, 21):
+            store.add(plant_id, FERN)
+        now = time.time()
+        handed = [store.claim(SUBSCRIBERS[0], now, now + LATER, 2) for _ in range(3)]
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            (leased,) = connection.execute(
+                "SELECT count(*) FROM outbox WHERE subscriber = %s AND next_attempt_at > %s",
+                (SUBSCRIBERS[0], now),
+            ).fetchone()
+    finally:
+        store.close()
+    assert [len(claimed) for claimed in handed] == [2, 2, 2]
+    assert leased == 6

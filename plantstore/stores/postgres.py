@@ -320,7 +320,7 @@ class PostgresStore:
     def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         return self._on_a_connection(
             lambda connection: deliveries(
-                connection.execute(_CLAIM, (lease_until, subscriber, now, limit)).fetchall()
+                connection.execute(_CLAIM, (subscriber, now, limit, lease_until)).fetchall()
             )
         )
 

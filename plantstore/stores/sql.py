@@ -117,16 +117,20 @@ def keys_of_urls(urls: Iterable[tuple[str]]) -> list[tuple[str, str]]:
 
 
 def claim_statement(marker: str, skip_locked: str = "") -> str:
-    """Lease what is due to a subscriber: (lease_until, subscriber, now, limit), giving
+    """Lease what is due to a subscriber: (subscriber, now, limit, lease_until), giving
     `DELIVERY_COLUMNS`.
 
     One statement, so one transaction: the rows it picks are leased before anyone else looks.
+    They are picked once, in a materialized query: written as `id IN (SELECT ... LIMIT n)`, a
+    plan that runs the picking again for each row of the outbox (PostgreSQL's generic plan of
+    a statement prepared while the outbox was empty) leases the whole backlog.
     """
+    returned = ", ".join(f"outbox.{column}" for column in DELIVERY_COLUMNS.split(", "))
     return (
-        f"UPDATE outbox SET next_attempt_at = {marker} WHERE id IN (SELECT id FROM outbox "
-        f"WHERE subscriber = {marker} AND next_attempt_at <= {marker} "
-        f"ORDER BY next_attempt_at, id LIMIT {marker}{skip_locked}) "
-        f"RETURNING {DELIVERY_COLUMNS}"
+        f"WITH due AS MATERIALIZED (SELECT id FROM outbox WHERE subscriber = {marker} "
+        f"AND next_attempt_at <= {marker} ORDER BY next_attempt_at, id LIMIT {marker}"
+        f"{skip_locked}) UPDATE outbox SET next_attempt_at = {marker} FROM due "
+        f"WHERE outbox.id = due.id RETURNING {returned}"
     )
 
 

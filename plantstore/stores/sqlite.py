@@ -332,7 +332,7 @@ class SqliteStore:
         """Lease what is due in one statement, which is one transaction under the write lock."""
         return self._writer.make(
             lambda connection: deliveries(
-                connection.execute(_CLAIM, (lease_until, subscriber, now, limit)).fetchall()
+                connection.execute(_CLAIM, (subscriber, now, limit, lease_until)).fetchall()
             )
         )
 
