@@ -24,7 +24,7 @@ from bench.environs import (
 )
 from bench.floor import create_floor_app
 from bench.stock import document
-from plantstore.api.conditions import etag_of, matches, none_matches
+from plantstore.api.conditions import Conditions, etag_of
 from plantstore.app import create_app
 from plantstore.runtime import Runtime
 from plantstore.stores.memory import MemoryStore
@@ -85,7 +85,8 @@ class EtagWork:
             reads.append((req, falcon.Response(response_options), plant))
         start = time.perf_counter_ns()
         for req, resp, plant in reads:
-            if matches(req, plant) and not none_matches(req, plant):
+            conditions = Conditions.of(req)
+            if conditions.matches(plant) and not conditions.none_matches(plant):
                 resp.etag = etag_of(plant)
         return (time.perf_counter_ns() - start) / size / 1000
 
