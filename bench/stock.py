@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from bench.environs import tag_of
-from plantstore.stores import PlantStore, open_store
+from plantstore.core.stores import PlantStore
+from plantstore.stores import open_store
 from plantstore.stores.sql import tag_key
 
 

@@ -4,30 +4,32 @@ import falcon
 import orjson
 from marshmallow import ValidationError
 
-from plantstore.api.auth import BearerAuth, Tokens
+from plantstore.api.auth import BearerAuth
 from plantstore.api.cors import Cors
 from plantstore.api.docs import add_docs
 from plantstore.api.errors import handle_store_unavailable, handle_validation_error, serialize_error
-from plantstore.api.middleware import BodyLimit, RequestId
+from plantstore.api.middleware import BodyLimit
 from plantstore.api.openapi import OpenApiDocument
 from plantstore.api.plants import Plant, Plants
 from plantstore.api.routing import Router
-from plantstore.config import Config
-from plantstore.operations.health import Health, Readiness
+from plantstore.api.tokens import Tokens
+from plantstore.config import Config, store_kind
+from plantstore.core.stores import PlantStore, StoreUnavailable
+from plantstore.operations.forwarded import ForwardedClient, TrustedProxies
+from plantstore.operations.health import Health, Readiness, ReadinessCheck
 from plantstore.operations.logs import Request
-from plantstore.operations.metrics import MetricsEndpoint, RequestMetrics
-from plantstore.serving.proxy import ForwardedClient
-from plantstore.stores import PlantStore, StoreUnavailable, store_kind
+from plantstore.operations.metrics import MetricsEndpoint, RequestMetrics, process_metrics
+from plantstore.operations.request_ids import RequestId
 
 
 def create_app(config: Config, store: PlantStore) -> falcon.App:
     """Build the WSGI app serving `store`; it starts nothing, and closes nothing.
 
     Whoever opened the store owns it: under gunicorn, each worker's `plantstore.runtime.Runtime`.
-    With webhook URLs in `config`, the store is also the outbox whose oldest event the metrics
-    report.
+    The metrics are the process's (`process_metrics`), which the runtime counts in too.
     """
-    outbox = store if config.webhook_urls else None
+    metrics = process_metrics()
+    readiness = ReadinessCheck(store)
     # CORS, when on, comes next to the metrics, which only read the answer: Falcon runs
     # `process_response` in the reverse order of this list and (independent middleware, its
     # default) for every request, even one a middleware answered itself. So CORS is the last to
@@ -37,9 +39,9 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
     app = falcon.App(
         request_type=Request,
         middleware=[
-            RequestMetrics(),
+            RequestMetrics(metrics),
             *cors,
-            ForwardedClient(config.forwarded_allow_ips),
+            ForwardedClient(TrustedProxies.parse(config.forwarded_allow_ips)),
             RequestId(),
             BearerAuth(Tokens(config.tokens, config.tokens_file)),
             BodyLimit(config.max_body_bytes),
@@ -59,10 +61,18 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
     app.add_route("/plants", Plants(store))
     app.add_route("/plants/{plant_id}", Plant(store))
     app.add_route("/healthz", Health())
-    app.add_route("/readyz", Readiness(store))
+    app.add_route("/readyz", Readiness(readiness))
     app.add_route("/openapi.json", OpenApiDocument())
-    kind = store_kind(config.store_url)
-    metrics = MetricsEndpoint(store, outbox, store_kind=kind, public=config.metrics_public)
-    app.add_route("/metrics", metrics)
+    app.add_route(
+        "/metrics",
+        MetricsEndpoint(
+            metrics,
+            readiness,
+            store,
+            store_kind=store_kind(config.store_url),
+            webhooks=bool(config.webhook_urls),
+            public=config.metrics_public,
+        ),
+    )
     add_docs(app)
     return app

@@ -14,24 +14,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from plantstore.serving.proxy import TrustedProxies
-from plantstore.stores import MEMORY_URL, store_kind
-from plantstore.webhooks.subscribers import subscriber_key
-
 DEFAULT_MAX_BODY_BYTES = 65536
-DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
-DEFAULT_TRUSTED_PROXIES = TrustedProxies.parse(DEFAULT_FORWARDED_ALLOW_IPS)
+#: gunicorn's own default for `forwarded_allow_ips`: the proxies trusted, unless configured.
+DEFAULT_FORWARDED_ALLOW_IPS = ("127.0.0.1", "::1")
+#: The URL of the memory store, `PLANTSTORE_STORE`'s default.
+MEMORY_URL = "memory://"
 DEFAULT_STORE = MEMORY_URL
+#: Threads in each gunicorn worker, as gunicorn.conf.py runs it unless told otherwise.
+DEFAULT_THREADS = 8
 #: Seconds a start waits for its store to be reached, unless configured.
 DEFAULT_STORE_WAIT = 10
-#: Threads in each gunicorn worker, unless configured.
-DEFAULT_THREADS = 8
 #: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.
 DEFAULT_WEBHOOK_TIMEOUT = 5
 #: Seconds after an event's creation after which a failing delivery is given up: a day.
 DEFAULT_WEBHOOK_GIVE_UP_AFTER = 86400
 #: How the Standard Webhooks specification writes a secret: this prefix, then base64.
 WEBHOOK_SECRET_PREFIX = "whsec_"
+LOG_FORMATS = ("text", "json")
 STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 #: An origin as a browser writes it in `Origin`: lower case, no path, no default port.
 _ORIGIN = re.compile(
@@ -39,6 +38,17 @@ _ORIGIN = re.compile(
     r"(:(?P<port>[1-9][0-9]{0,4}))?"
 )
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def store_kind(url: str) -> str | None:
+    """Name the store a `PLANTSTORE_STORE` URL chooses (memory, sqlite, postgresql), or None."""
+    if url == MEMORY_URL:
+        return "memory"
+    if url.startswith("sqlite:///") and url.removeprefix("sqlite:///") not in ("", "/", ":memory:"):
+        return "sqlite"
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql"
+    return None
 
 
 class ConfigError(ValueError):
@@ -71,70 +81,21 @@ def env_int(
     return value
 
 
-def _is_token(text: str) -> bool:
+def is_token(text: str) -> bool:
+    """Whether `text` can be a bearer token: printable ASCII without spaces."""
     return text.isascii() and text.isprintable() and " " not in text
 
 
-def _read_tokens(environ: Mapping[str, str]) -> tuple[frozenset[str], str | None]:
-    """The tokens `PLANTSTORE_TOKENS` lists, and the path `PLANTSTORE_TOKENS_FILE` names.
-
-    The file is read here too, so that a start with a bad one stops; each worker reads it
-    again, and again whenever it changes (`plantstore.api.auth.Tokens`). With neither variable
-    set there is no token (gunicorn's master then makes one); else they must name one at least.
-    """
-    listed = environ.get("PLANTSTORE_TOKENS", "")
-    tokens = [token.strip() for token in listed.split(",")]
+def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
+    """The tokens `PLANTSTORE_TOKENS` lists, comma-separated."""
+    tokens = [token.strip() for token in environ.get("PLANTSTORE_TOKENS", "").split(",")]
     tokens = [token for token in tokens if token]
-    if not all(map(_is_token, tokens)):
+    if not all(map(is_token, tokens)):
         raise ConfigError(
             "PLANTSTORE_TOKENS must list tokens of printable ASCII without spaces, "
             "separated by commas"
         )
-    path = environ.get("PLANTSTORE_TOKENS_FILE") or None
-    if path is None and not listed.strip():
-        return frozenset(), None
-    from_file = read_tokens_file(path) if path else frozenset()
-    if not tokens and not from_file:
-        raise ConfigError("PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token")
-    return frozenset(tokens), path
-
-
-def read_tokens_file(path: str) -> frozenset[str]:
-    """The tokens in the file at `path`: one a line, blank lines and `#` comments skipped.
-
-    A bad file is a `ConfigError` naming the file, and the line of a refused token, never the
-    token itself.
-    """
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as ex:
-        raise ConfigError(f"PLANTSTORE_TOKENS_FILE cannot be read: {path}: {ex.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(
-            f"PLANTSTORE_TOKENS_FILE must be text, one token a line: {path} is not UTF-8"
-        ) from None
-    tokens = []
-    for number, line in enumerate(lines, start=1):
-        token = line.strip()
-        if not token or token.startswith("#"):
-            continue
-        if not _is_token(token):
-            raise ConfigError(
-                f"PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without spaces "
-                f"a line (or a # comment): {path}, line {number}, does not"
-            )
-        tokens.append(token)
     return frozenset(tokens)
-
-
-def _read_forwarded_allow_ips(environ: Mapping[str, str]) -> TrustedProxies:
-    """Addresses or networks of trusted proxies, as gunicorn reads them; `*` is everyone."""
-    try:
-        return TrustedProxies.parse(environ.get("FORWARDED_ALLOW_IPS", DEFAULT_FORWARDED_ALLOW_IPS))
-    except ValueError as ex:
-        raise ConfigError(
-            f"FORWARDED_ALLOW_IPS must list addresses or networks, not {str(ex)!r}"
-        ) from None
 
 
 def _read_store(environ: Mapping[str, str]) -> str:
@@ -190,11 +151,9 @@ def _read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def _read_webhook_urls(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The subscribers' URLs, each http or https with a host, and each another subscriber.
+    """The subscribers' URLs, each http or https with a host.
 
     A refused URL is named by its place in the list, not echoed: it may hold credentials.
-    Two URLs that differ at most in their user and password name one subscriber (one
-    `subscriber_key`), whose events would go twice, either way.
     """
     raw = environ.get("PLANTSTORE_WEBHOOK_URLS", "")
     urls = tuple(entry.strip() for entry in raw.split(",") if entry.strip())
@@ -208,13 +167,6 @@ def _read_webhook_urls(environ: Mapping[str, str]) -> tuple[str, ...]:
             raise ConfigError(
                 "PLANTSTORE_WEBHOOK_URLS must list http:// or https:// URLs with a host, "
                 f"separated by commas: URL {number} is not one"
-            )
-    keys = [subscriber_key(url) for url in urls]
-    for number, key in enumerate(keys, start=1):
-        if (first := keys.index(key) + 1) < number:
-            raise ConfigError(
-                f"PLANTSTORE_WEBHOOK_URLS must list each subscriber once: URL {number} is URL "
-                f"{first} again (if only with another user or password)"
             )
     return urls
 
@@ -244,6 +196,14 @@ def _read_webhook_secret(environ: Mapping[str, str], urls: tuple[str, ...]) -> s
     return secret
 
 
+def _read_log_format(environ: Mapping[str, str]) -> str:
+    """`text` for people reading the logs, `json` (one object a line) for log collectors."""
+    raw = environ.get("PLANTSTORE_LOG_FORMAT", "").strip() or LOG_FORMATS[0]
+    if raw not in LOG_FORMATS:
+        raise ConfigError(f"PLANTSTORE_LOG_FORMAT must be text or json, not {raw!r}")
+    return raw
+
+
 def _read_flag(environ: Mapping[str, str], name: str) -> bool:
     """A yes/no setting: `1` or `0`, off when unset, so a typo cannot turn it on."""
     raw = environ.get(name, "").strip()
@@ -254,14 +214,19 @@ def _read_flag(environ: Mapping[str, str], name: str) -> bool:
 
 @dataclass(frozen=True)
 class Config:
-    """What the app needs to know; tests build one directly instead of using `from_env`."""
+    """What the service needs to know; tests build one directly instead of using `from_env`.
+
+    gunicorn's own settings (workers, threads, timeouts, `FORWARDED_ALLOW_IPS`) are gunicorn's:
+    a worker puts what the app needs of them here (`forwarded_allow_ips`).
+    """
 
     #: The tokens listed in `PLANTSTORE_TOKENS`, accepted for as long as the process runs.
     tokens: frozenset[str]
     #: `PLANTSTORE_TOKENS_FILE`: its tokens are accepted too, as the file reads now.
     tokens_file: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    forwarded_allow_ips: TrustedProxies = DEFAULT_TRUSTED_PROXIES
+    #: The proxies whose forwarded headers gunicorn trusts, as its setting lists them.
+    forwarded_allow_ips: tuple[str, ...] = DEFAULT_FORWARDED_ALLOW_IPS
     store_url: str = DEFAULT_STORE
     #: Seconds a start (or `plantstore check`) waits for the store before it gives up.
     store_wait: int = DEFAULT_STORE_WAIT
@@ -273,20 +238,17 @@ class Config:
     webhook_secret: str | None = field(default=None, repr=False)
     webhook_timeout: int = DEFAULT_WEBHOOK_TIMEOUT
     webhook_give_up_after: int = DEFAULT_WEBHOOK_GIVE_UP_AFTER
-    #: gunicorn's threads in each worker (`GUNICORN_THREADS`): a shared store may hold all but one.
-    threads: int = DEFAULT_THREADS
+    log_format: str = LOG_FORMATS[0]
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
         webhook_urls = _read_webhook_urls(environ)
-        tokens, tokens_file = _read_tokens(environ)
         return cls(
-            tokens=tokens,
-            tokens_file=tokens_file,
+            tokens=_read_tokens(environ),
+            tokens_file=environ.get("PLANTSTORE_TOKENS_FILE") or None,
             max_body_bytes=env_int(
                 environ, "PLANTSTORE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
             ),
-            forwarded_allow_ips=_read_forwarded_allow_ips(environ),
             store_url=_read_store(environ),
             store_wait=env_int(environ, "PLANTSTORE_STORE_WAIT", DEFAULT_STORE_WAIT),
             cors_origins=_read_cors_origins(environ),
@@ -299,7 +261,7 @@ class Config:
             webhook_give_up_after=env_int(
                 environ, "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER", DEFAULT_WEBHOOK_GIVE_UP_AFTER
             ),
-            threads=env_int(environ, "GUNICORN_THREADS", DEFAULT_THREADS, 1),
+            log_format=_read_log_format(environ),
         )
 
     @property

@@ -4,12 +4,13 @@ import threading
 
 from standardwebhooks import Webhook
 
-from plantstore.config import Config
-from plantstore.operations.metrics import count_commit
-from plantstore.stores import PlantStore, open_store
+from plantstore.config import DEFAULT_THREADS, Config
+from plantstore.core.events import subscriber_key
+from plantstore.core.stores import PlantStore
+from plantstore.operations.metrics import process_metrics
+from plantstore.stores import open_store
 from plantstore.stores.gate import GatedStore
 from plantstore.webhooks.deliverer import Deliverer
-from plantstore.webhooks.subscribers import subscriber_key
 
 
 class Runtime:
@@ -17,28 +18,30 @@ class Runtime:
 
     gunicorn makes one in each worker, after the fork, so that no connection is shared across
     processes: the app is built on it, `start` runs from the `post_worker_init` hook and
-    `close` from `worker_exit` (plantstore/serving/settings.py). Tests use it as a context
+    `close` from `worker_exit` (plantstore/serving/hooks.py). Tests use it as a context
     manager. Nothing here starts a thread before `start`.
 
     A shared store (SQLite, PostgreSQL) is served through a `GatedStore`, which keeps one of the
-    worker's threads out of it for /healthz and the refusals; the memory store never waits.
+    worker's `threads` out of it for /healthz and the refusals; the memory store never waits.
     With webhook URLs, the store keeps an outbox, for the subscribers' keys (never their URLs,
-    which may hold a password), and each commit that wrote events wakes the deliverer.
+    which may hold a password), and each commit that wrote events wakes the deliverer. Commits
+    and deliveries are counted in the process's metrics.
     """
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, threads: int = DEFAULT_THREADS) -> None:
+        #: What the app is built with.
+        self.config = config
+        metrics = process_metrics()
         committed = threading.Event()
         self._opened = open_store(
             config.store_url,
             [subscriber_key(url) for url in config.webhook_urls],
             committed.set,
-            count_commit,
+            metrics.count_commit,
         )
         #: What the app serves requests from.
         self.store: PlantStore = (
-            self._opened
-            if config.memory
-            else GatedStore(self._opened, slots=max(config.threads - 1, 1))
+            self._opened if config.memory else GatedStore(self._opened, slots=max(threads - 1, 1))
         )
         self._deliverer = None
         if config.webhook_urls:
@@ -49,6 +52,7 @@ class Runtime:
                 Webhook(config.webhook_secret),
                 config.webhook_timeout,
                 config.webhook_give_up_after,
+                on_outcome=metrics.count_delivery,
             )
 
     def start(self) -> None:

@@ -46,9 +46,12 @@ def unit_settings() -> dict[str, str]:
     return settings
 
 
-def unit_gunicorn_settings() -> dict[str, str]:
-    """The unit's settings of gunicorn, which the site counts on: gunicorn behind it has them."""
-    return {name: value for name, value in unit_settings().items() if name.startswith("GUNICORN_")}
+def unit_gunicorn_flags() -> list[str]:
+    """The gunicorn flags the unit's `plantstore serve` passes, but the socket it binds."""
+    flags = unit_settings()["ExecStart"].split()
+    flags = flags[flags.index("serve") + 1 :]
+    del flags[flags.index("--bind") : flags.index("--bind") + 2]
+    return flags
 
 
 def render_site(upstream: str, listen: str, prefix: str = "") -> str:
@@ -125,7 +128,8 @@ class Deployment:
         (directory / "nginx").mkdir()
         socket_path = directory / "gunicorn" / "gunicorn.sock"
         self.gunicorn = GunicornServer(
-            server_environ(**{**unit_gunicorn_settings(), **environ}),
+            server_environ(**environ),
+            *unit_gunicorn_flags(),
             unix_path=socket_path,
             log_dir=directory / "gunicorn",
         )

@@ -7,7 +7,8 @@ import os
 import falcon.testing
 import pytest
 
-from plantstore.api.auth import CHECK_INTERVAL, BearerAuth, Tokens
+from plantstore.api.auth import BearerAuth
+from plantstore.api.tokens import CHECK_INTERVAL, Tokens
 from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.stores.memory import MemoryStore
@@ -189,7 +190,7 @@ def test_the_file_is_looked_at_once_an_interval_however_many_requests_ask(
 def test_a_bad_new_tokens_file_keeps_the_tokens_and_is_logged_once_without_a_token(
     rotating, tokens_file, clock, caplog, bad, why
 ):
-    caplog.set_level(logging.INFO, logger="plantstore.api.auth")
+    caplog.set_level(logging.INFO, logger="plantstore.api.tokens")
     if bad is None:
         tokens_file.unlink()
     else:

@@ -1,16 +1,15 @@
+"""The settings as a start reads them: `Config.from_env`, and what `read_settings` checks of
+what they name (the tokens file, the subscribers); and 1.2's `GUNICORN_*` variables."""
+
 import sys
 
 import pytest
 from gunicorn.http import message
 
-from plantstore.config import (
-    DEFAULT_MAX_BODY_BYTES,
-    Config,
-    ConfigError,
-    env_int,
-    read_tokens_file,
-)
-from plantstore.serving.server_config import MAX_REQUEST_FIELDS, MAX_REQUEST_LINE, ServerConfig
+from plantstore.api.tokens import read_tokens_file
+from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
+from plantstore.serving import legacy
+from plantstore.serving.settings import read_settings
 from tests.gunicorn_server import ROOT
 
 
@@ -18,7 +17,7 @@ def test_tokens_come_from_the_variable_and_the_file(tmp_path):
     """The file's are read as it reads when a request asks (plantstore.api.auth.Tokens)."""
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("from-file-1\n\n  from-file-2  \n")
-    config = Config.from_env(
+    config = read_settings(
         {"PLANTSTORE_TOKENS": "a, b,,", "PLANTSTORE_TOKENS_FILE": str(tokens_file)}
     )
     assert (config.tokens, config.tokens_file) == ({"a", "b"}, str(tokens_file))
@@ -30,15 +29,15 @@ def test_an_empty_tokens_file_is_refused_unless_tokens_are_listed(tmp_path):
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("# none yet\n")
     with pytest.raises(ConfigError) as caught:
-        Config.from_env({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+        read_settings({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
     assert str(caught.value) == "PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token"
-    config = Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+    config = read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_TOKENS_FILE": str(tokens_file)})
     assert (config.tokens, config.tokens_file) == ({"a"}, str(tokens_file))
 
 
 def test_max_body_bytes_is_read():
     environ = {"PLANTSTORE_TOKENS": "a", "PLANTSTORE_MAX_BODY_BYTES": "100"}
-    assert Config.from_env(environ).max_body_bytes == 100
+    assert read_settings(environ).max_body_bytes == 100
 
 
 @pytest.mark.parametrize(
@@ -54,7 +53,7 @@ def test_max_body_bytes_is_read():
 )
 def test_a_bad_setting_is_refused_with_its_name(environ, complaint):
     with pytest.raises(ConfigError, match=complaint):
-        Config.from_env(environ)
+        read_settings(environ)
 
 
 @pytest.mark.parametrize(
@@ -66,29 +65,45 @@ def test_a_bad_setting_is_refused_with_its_name(environ, complaint):
         ("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", "0", "of at least 1"),
     ],
 )
-def test_a_request_limit_gunicorn_would_not_honour_is_refused(name, value, accepted):
+def test_a_legacy_request_limit_gunicorn_would_not_honour_is_refused(name, value, accepted):
     """gunicorn would silently take each as another value."""
-    with pytest.raises(ConfigError) as caught:
-        ServerConfig.from_env({name: value}, Config.from_env({}))
-    assert str(caught.value) == f"{name} must be a whole number {accepted}, not {value!r}"
+    with pytest.raises(SystemExit) as caught:
+        legacy.settings({name: value})
+    assert str(caught.value) == (
+        f"plantstore: {name} must be a whole number {accepted}, not {value!r}"
+    )
 
 
-def test_the_request_limits_honoured_are_read():
+def test_the_legacy_variables_set_gunicorns_settings_saying_so_once(capsys):
     environ = {
+        "GUNICORN_THREADS": "4",
         "GUNICORN_LIMIT_REQUEST_LINE": "0",
         "GUNICORN_LIMIT_REQUEST_FIELDS": "32768",
         "GUNICORN_LIMIT_REQUEST_FIELD_SIZE": "65536",
     }
-    server = ServerConfig.from_env(environ, Config.from_env({}))
-    assert (
-        server.limit_request_line,
-        server.limit_request_fields,
-        server.limit_request_field_size,
-    ) == (0, 32768, 65536)
+    assert legacy.settings(environ) == {
+        "threads": 4,
+        "limit_request_line": 0,
+        "limit_request_fields": 32768,
+        "limit_request_field_size": 65536,
+    }
+    out, err = capsys.readouterr()
+    assert (out, err.count("\n")) == ("", 1)
+    assert err.startswith("plantstore: the GUNICORN_* variables go after 1.3")
+    assert "GUNICORN_THREADS by --threads" in err
+    assert "GUNICORN_LIMIT_REQUEST_FIELD_SIZE by --limit-request-field_size" in err
+
+
+def test_without_legacy_variables_nothing_is_set_or_said(capsys):
+    assert legacy.settings({"PLANTSTORE_TOKENS": "a"}) == {}
+    assert capsys.readouterr() == ("", "")
 
 
 def test_the_request_limits_are_gunicorns():
-    assert (MAX_REQUEST_LINE, MAX_REQUEST_FIELDS) == (message.MAX_REQUEST_LINE, message.MAX_HEADERS)
+    assert (legacy.MAX_REQUEST_LINE, legacy.MAX_REQUEST_FIELDS) == (
+        message.MAX_REQUEST_LINE,
+        message.MAX_HEADERS,
+    )
 
 
 def test_reading_changes_nothing_and_prints_nothing(capsys):
@@ -110,7 +125,7 @@ def test_a_bad_line_in_the_tokens_file_is_named_by_file_and_number_not_echoed(tm
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("# tokens\ngood\nnot a token\n")
     with pytest.raises(ConfigError) as caught:
-        Config.from_env({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+        read_settings({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
     assert str(caught.value) == (
         "PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without spaces a line "
         f"(or a # comment): {tokens_file}, line 3, does not"
@@ -121,13 +136,13 @@ def test_a_tokens_file_that_is_not_text_is_refused(tmp_path):
     tokens_file = tmp_path / "tokens"
     tokens_file.write_bytes(b"\xff\xfe")
     with pytest.raises(ConfigError, match="PLANTSTORE_TOKENS_FILE must be text"):
-        Config.from_env({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+        read_settings({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
 
 
 def test_a_sqlite_file_in_a_missing_directory_is_refused(tmp_path):
     url = f"sqlite:///{tmp_path / 'missing' / 'plants.db'}"
     with pytest.raises(ConfigError) as caught:
-        Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url})
+        read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url})
     assert str(caught.value) == (
         f"PLANTSTORE_STORE names a SQLite file in {tmp_path / 'missing'}, which is not a "
         "directory: make it first"
@@ -165,11 +180,11 @@ def test_env_int_says_what_it_accepts(raw, maximum, accepted):
     ],
 )
 def test_the_store_is_chosen_by_url(url):
-    assert Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url}).store_url == url
+    assert read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url}).store_url == url
 
 
 def test_the_memory_store_is_the_default():
-    assert Config.from_env({"PLANTSTORE_TOKENS": "a"}).store_url == "memory://"
+    assert read_settings({"PLANTSTORE_TOKENS": "a"}).store_url == "memory://"
 
 
 @pytest.mark.parametrize(
@@ -187,7 +202,7 @@ def test_the_memory_store_is_the_default():
 )
 def test_any_other_store_is_refused_with_the_accepted_forms_and_not_echoed(url):
     with pytest.raises(ConfigError) as caught:
-        Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url})
+        read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url})
     assert str(caught.value) == (
         "PLANTSTORE_STORE must be memory://, sqlite:///relative/path, "
         "sqlite:////absolute/path or postgresql://..."
@@ -200,7 +215,7 @@ def test_postgresql_without_psycopg_is_refused_naming_installs_that_work_from_a_
     """`plantstore[postgres]` would be looked up on the package index, not in the checkout."""
     monkeypatch.setitem(sys.modules, "psycopg_pool", None)
     with pytest.raises(ConfigError) as caught:
-        Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": "postgresql:///plants"})
+        read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": "postgresql:///plants"})
     assert str(caught.value) == (
         "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's root, "
         "pip install '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
@@ -212,13 +227,13 @@ SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def test_webhooks_are_off_unless_urls_are_set():
-    config = Config.from_env({"PLANTSTORE_TOKENS": "a"})
+    config = read_settings({"PLANTSTORE_TOKENS": "a"})
     assert (config.webhook_urls, config.webhook_secret) == ((), None)
     assert (config.webhook_timeout, config.webhook_give_up_after) == (5, 86400)
 
 
 def test_webhook_settings_are_read():
-    config = Config.from_env(
+    config = read_settings(
         {
             "PLANTSTORE_TOKENS": "a",
             "PLANTSTORE_WEBHOOK_URLS": " https://shop.example/hooks, http://[::1]:9000/h?k=v ,",
@@ -245,7 +260,7 @@ def test_webhook_settings_are_read():
 )
 def test_a_webhook_url_that_is_not_http_is_refused_by_its_place_not_echoed(url):
     with pytest.raises(ConfigError) as caught:
-        Config.from_env(
+        read_settings(
             {
                 "PLANTSTORE_TOKENS": "a",
                 "PLANTSTORE_WEBHOOK_URLS": f"https://ok.example,{url}",
@@ -265,7 +280,7 @@ def test_a_subscriber_listed_twice_is_refused_by_its_places_not_echoed(again):
     """Its events would go twice, and with credentials either way: the outbox names a
     subscriber by its URL without user and password."""
     with pytest.raises(ConfigError) as caught:
-        Config.from_env(
+        read_settings(
             {
                 "PLANTSTORE_TOKENS": "a",
                 "PLANTSTORE_WEBHOOK_URLS": f"https://shop.example/hooks,http://a.example,{again}",
@@ -280,7 +295,7 @@ def test_a_subscriber_listed_twice_is_refused_by_its_places_not_echoed(again):
 
 def test_webhook_urls_need_a_secret():
     with pytest.raises(ConfigError) as caught:
-        Config.from_env({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_WEBHOOK_URLS": "http://a.example"})
+        read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_WEBHOOK_URLS": "http://a.example"})
     assert str(caught.value) == (
         "PLANTSTORE_WEBHOOK_SECRET must be set when PLANTSTORE_WEBHOOK_URLS is: whsec_ followed "
         "by a base64 key"
@@ -299,7 +314,7 @@ def test_webhook_urls_need_a_secret():
 )
 def test_a_malformed_webhook_secret_is_refused_and_not_echoed(secret):
     with pytest.raises(ConfigError) as caught:
-        Config.from_env(
+        read_settings(
             {
                 "PLANTSTORE_TOKENS": "a",
                 "PLANTSTORE_WEBHOOK_URLS": "http://a.example",
@@ -313,7 +328,7 @@ def test_a_malformed_webhook_secret_is_refused_and_not_echoed(secret):
 
 
 def test_the_webhook_secret_is_not_in_the_configs_repr():
-    config = Config.from_env(
+    config = read_settings(
         {
             "PLANTSTORE_TOKENS": "a",
             "PLANTSTORE_WEBHOOK_URLS": "http://a.example",

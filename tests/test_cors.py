@@ -7,7 +7,7 @@ import pytest
 
 from plantstore.app import create_app
 from plantstore.config import Config, ConfigError
-from plantstore.stores import StoreUnavailable
+from plantstore.core.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 from tests.gunicorn_server import run_to_exit

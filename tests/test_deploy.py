@@ -4,15 +4,15 @@ import json
 import re
 
 import falcon.testing
+from gunicorn.config import Config as GunicornConfig
 
 from plantstore.api.errors import RETRY_AFTER_SECONDS
 from plantstore.app import create_app
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
-from plantstore.serving.server_config import read_all
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT
-from tests.nginx_proxy import SITE, unit_gunicorn_settings, unit_settings
+from tests.nginx_proxy import SITE, unit_gunicorn_flags, unit_settings
 
 NGINX_SIZE = re.compile(r"(\d+)([km]?)")
 
@@ -153,7 +153,11 @@ def test_the_proxy_buffers_requests_and_answers_and_bounds_slow_clients():
 
 def test_gunicorn_behind_the_site_never_refuses_a_head_that_nginx_passes_on():
     """gunicorn's refusals are its own words in HTML: nginx must refuse first, in JSON."""
-    _, server = read_all({**unit_gunicorn_settings(), "PLANTSTORE_TOKENS": TOKEN})
+    server = GunicornConfig()
+    flags = server.parser().parse_args(unit_gunicorn_flags())
+    for name, value in vars(flags).items():
+        if value is not None and name in server.settings:
+            server.set(name, value)
     number, size = setting("large_client_header_buffers").split()
     buffers, size = int(number), nginx_bytes(size)
     # A line, CRLF included, fits in one buffer; so does each field.

@@ -26,7 +26,8 @@ import psycopg
 import pytest
 
 from plantstore.app import create_app
-from plantstore.stores import PlantStore, StoreUnavailable, group_commit, open_store
+from plantstore.core.stores import PlantStore, StoreUnavailable
+from plantstore.stores import group_commit, open_store
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sqlite import SqliteStore

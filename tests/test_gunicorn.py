@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import stat
+import subprocess
 import time
 from functools import partial
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.gunicorn_server import (
+    GUNICORN,
     PLANTSTORE,
     ROOT,
     TOO_LARGE,
@@ -156,8 +158,8 @@ def test_more_than_one_worker_with_the_memory_store_is_refused():
 
 WHOLE = "must be a whole number"
 
-#: For every variable in the README's configuration table, a bad value and the one line that
-#: refuses it ({tmp} is the test's directory).
+#: For every PLANTSTORE_* variable in the README's configuration table, a bad value and the one
+#: line that refuses it ({tmp} is the test's directory).
 BAD_SETTINGS = {
     "PLANTSTORE_TOKENS": (
         "tok,not a token",
@@ -181,27 +183,6 @@ BAD_SETTINGS = {
         "make it first",
     ),
     "PLANTSTORE_STORE_WAIT": ("-1", f"PLANTSTORE_STORE_WAIT {WHOLE} of at least 0, not '-1'"),
-    "PORT": ("99999", f"PORT {WHOLE} from 1 to 65535, not '99999'"),
-    "WEB_CONCURRENCY": ("0", f"WEB_CONCURRENCY {WHOLE} of at least 1, not '0'"),
-    "GUNICORN_THREADS": ("lots", f"GUNICORN_THREADS {WHOLE} of at least 1, not 'lots'"),
-    "GUNICORN_LIMIT_REQUEST_LINE": (
-        "-1",
-        f"GUNICORN_LIMIT_REQUEST_LINE {WHOLE} from 0 to 8190, not '-1'",
-    ),
-    "GUNICORN_LIMIT_REQUEST_FIELDS": (
-        "x",
-        f"GUNICORN_LIMIT_REQUEST_FIELDS {WHOLE} from 1 to 32768, not 'x'",
-    ),
-    "GUNICORN_LIMIT_REQUEST_FIELD_SIZE": (
-        "1.5",
-        f"GUNICORN_LIMIT_REQUEST_FIELD_SIZE {WHOLE} of at least 1, not '1.5'",
-    ),
-    "GUNICORN_TIMEOUT": ("0", f"GUNICORN_TIMEOUT {WHOLE} of at least 1, not '0'"),
-    "GUNICORN_GRACEFUL_TIMEOUT": (
-        "soon",
-        f"GUNICORN_GRACEFUL_TIMEOUT {WHOLE} of at least 0, not 'soon'",
-    ),
-    "GUNICORN_KEEPALIVE": ("-5", f"GUNICORN_KEEPALIVE {WHOLE} of at least 0, not '-5'"),
     "PLANTSTORE_LOG_FORMAT": ("xml", "PLANTSTORE_LOG_FORMAT must be text or json, not 'xml'"),
     "PLANTSTORE_WEBHOOK_URLS": (
         "ftp://user:hunter2@shop.example/",
@@ -223,13 +204,21 @@ BAD_SETTINGS = {
     ),
 }
 
-#: Read and checked by gunicorn itself before gunicorn.conf.py runs: its own words.
-READ_BY_GUNICORN_FIRST = {
+#: gunicorn's own variables in the README's table: gunicorn reads each as it loads, and says
+#: what is wrong in its own words (the last of its lines).
+GUNICORNS_OWN = {
+    "PORT": ("abc", "Error: 'abc' is not a valid port number."),
+    "WEB_CONCURRENCY": ("-1", "Error: Value must be positive: -1"),
     "FORWARDED_ALLOW_IPS": (
         "proxy.local",
         "Error: 'proxy.local' does not appear to be an IPv4 or IPv6 network",
     ),
-    "WEB_CONCURRENCY": ("-1", "Error: Value must be positive: -1"),
+}
+
+#: The two ways to start, which must be the same thing.
+STARTS = {
+    "gunicorn -c gunicorn.conf.py": dict(command=GUNICORN, cwd=ROOT),
+    "plantstore serve": dict(command=[PLANTSTORE, "serve"], cwd=None),
 }
 
 
@@ -238,108 +227,71 @@ def readme_variables() -> set[str]:
     return set(re.findall(r"^\| `([A-Z_]+)` \|", readme, flags=re.MULTILINE))
 
 
-#: What `plantstore serve` says of them: it reads the environment before gunicorn loads.
-READ_BY_GUNICORN_FIRST_SERVED = {
-    "FORWARDED_ALLOW_IPS": (
-        "proxy.local",
-        "FORWARDED_ALLOW_IPS must list addresses or networks, not 'proxy.local'",
-    ),
-    "WEB_CONCURRENCY": ("-1", f"WEB_CONCURRENCY {WHOLE} of at least 1, not '-1'"),
-}
-
-
 def test_every_variable_in_the_readme_has_a_bad_value_tried_below():
-    assert readme_variables() == set(BAD_SETTINGS) | set(READ_BY_GUNICORN_FIRST)
-    assert set(READ_BY_GUNICORN_FIRST_SERVED) == set(READ_BY_GUNICORN_FIRST)
+    assert readme_variables() == set(BAD_SETTINGS) | set(GUNICORNS_OWN)
 
 
-def start_gunicorn(tmp_path, **environ):
-    """Start the real server as a user would (no --check-config), on a port of its own."""
+def start(tmp_path, how: str, *args: str, **environ) -> subprocess.CompletedProcess:
+    """Start the real server one way or the other, as a user would (no --check-config)."""
+    way = STARTS[how]
     bind = () if "PORT" in environ else ("--bind=127.0.0.1:0",)
-    return run_gunicorn(*bind, TMPDIR=str(tmp_path), **environ)
+    return run_to_exit(
+        *bind,
+        *args,
+        command=way["command"],
+        cwd=way["cwd"] or tmp_path,
+        **{"PLANTSTORE_TOKENS": TOKEN, "TMPDIR": str(tmp_path), **environ},
+    )
 
 
+def own_lines(result) -> list[str]:
+    """What the start printed besides gunicorn's own log lines (`Starting gunicorn ...`)."""
+    return [line for line in result.stderr.splitlines() if "[gunicorn.error] [INFO]" not in line]
+
+
+@pytest.mark.parametrize("how", STARTS)
 @pytest.mark.parametrize(
     ("name", "value", "line"), [(n, *v) for n, v in BAD_SETTINGS.items()], ids=list(BAD_SETTINGS)
 )
-def test_a_bad_setting_stops_the_start_with_one_line_naming_it(tmp_path, name, value, line):
-    result = start_gunicorn(tmp_path, **{name: value.format(tmp=tmp_path)})
+def test_a_bad_setting_stops_either_start_with_one_line_naming_it(tmp_path, how, name, value, line):
+    result = start(tmp_path, how, **{name: value.format(tmp=tmp_path)})
     assert result.returncode != 0
-    assert result.stderr.strip() == f"plantstore: {line.format(tmp=tmp_path)}"
+    assert own_lines(result) == [f"plantstore: {line.format(tmp=tmp_path)}"]
 
 
 @pytest.mark.parametrize(
     ("name", "value", "line"),
     [
-        ("PORT", "abc", f"PORT {WHOLE} from 1 to 65535, not 'abc'"),
-        ("PORT", "", f"PORT {WHOLE} from 1 to 65535, not ''"),
         ("PLANTSTORE_TOKENS", " , ", "PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token"),
+        ("GUNICORN_THREADS", "lots", f"GUNICORN_THREADS {WHOLE} of at least 1, not 'lots'"),
+        ("WEB_CONCURRENCY", "0", "gunicorn's workers must be at least 1, not 0"),
     ],
 )
 def test_other_bad_values_stop_the_start_with_one_line_too(tmp_path, name, value, line):
-    result = start_gunicorn(tmp_path, **{name: value})
+    result = start(tmp_path, "gunicorn -c gunicorn.conf.py", **{name: value})
     assert result.returncode != 0
-    assert result.stderr.strip() == f"plantstore: {line}"
+    assert own_lines(result) == [f"plantstore: {line}"]
 
 
 def test_a_bad_line_in_the_tokens_file_stops_the_start_naming_the_file_and_line(tmp_path):
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("# robots\nrobot-1\nsecret token\n")
-    result = start_gunicorn(tmp_path, PLANTSTORE_TOKENS_FILE=str(tokens_file))
+    result = start(tmp_path, "plantstore serve", PLANTSTORE_TOKENS_FILE=str(tokens_file))
     assert result.returncode != 0
-    assert result.stderr.strip() == (
+    assert own_lines(result) == [
         "plantstore: PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without "
         f"spaces a line (or a # comment): {tokens_file}, line 3, does not"
-    )
+    ]
 
 
+@pytest.mark.parametrize("how", STARTS)
 @pytest.mark.parametrize(
-    ("name", "value", "words"),
-    [(n, *v) for n, v in READ_BY_GUNICORN_FIRST.items()],
-    ids=list(READ_BY_GUNICORN_FIRST),
+    ("name", "value", "words"), [(n, *v) for n, v in GUNICORNS_OWN.items()], ids=list(GUNICORNS_OWN)
 )
-def test_what_gunicorn_reads_before_this_project_stops_the_start_in_its_words(
-    tmp_path, name, value, words
-):
-    result = start_gunicorn(tmp_path, **{name: value})
+def test_gunicorns_own_variables_stop_either_start_in_its_words(tmp_path, how, name, value, words):
+    result = start(tmp_path, how, **{name: value})
     assert result.returncode != 0
-    assert result.stderr.strip() == words
-
-
-def test_a_worker_count_that_is_not_a_number_stops_the_start_in_gunicorns_traceback(tmp_path):
-    result = start_gunicorn(tmp_path, WEB_CONCURRENCY="abc")
-    assert result.returncode != 0
-    assert result.stderr.strip().endswith(
-        "ValueError: invalid literal for int() with base 10: 'abc'"
-    )
-
-
-SERVED_BAD_SETTINGS = {
-    **BAD_SETTINGS,
-    **READ_BY_GUNICORN_FIRST_SERVED,
-    "WEB_CONCURRENCY abc": ("abc", f"WEB_CONCURRENCY {WHOLE} of at least 1, not 'abc'"),
-    "WEB_CONCURRENCY empty": ("", f"WEB_CONCURRENCY {WHOLE} of at least 1, not ''"),
-}
-
-
-@pytest.mark.parametrize(
-    ("name", "value", "line"),
-    [(n.split()[0], *v) for n, v in SERVED_BAD_SETTINGS.items()],
-    ids=list(SERVED_BAD_SETTINGS),
-)
-def test_plantstore_serve_stops_at_every_bad_setting_with_one_line_naming_it(
-    tmp_path, name, value, line
-):
-    """gunicorn's own readings included: `plantstore serve` checks before gunicorn loads."""
-    result = run_gunicorn(
-        "serve",
-        *(() if name == "PORT" else ("--bind=127.0.0.1:0",)),
-        command=[PLANTSTORE],
-        cwd=tmp_path,
-        **{"TMPDIR": str(tmp_path), name: value.format(tmp=tmp_path)},
-    )
-    assert result.returncode != 0
-    assert result.stderr.strip() == f"plantstore: {line.format(tmp=tmp_path)}"
+    assert result.stderr.strip().splitlines()[-1] == words
 
 
 def test_an_unknown_store_stops_the_start_with_one_line_naming_it():
@@ -354,11 +306,9 @@ def test_an_unknown_store_stops_the_start_with_one_line_naming_it():
 def test_a_sqlite_file_that_cannot_be_used_stops_the_start_with_one_line(tmp_path, unusable_sqlite):
     """Rather than a traceback from the master, or each worker's and `Worker failed to boot`."""
     url, line = unusable_sqlite
-    result = start_gunicorn(tmp_path, PLANTSTORE_STORE=url)
+    result = start(tmp_path, "gunicorn -c gunicorn.conf.py", PLANTSTORE_STORE=url)
     assert result.returncode != 0
-    # Besides gunicorn's own line that it is starting, which comes before the check.
-    printed = result.stderr.splitlines()
-    assert [text for text in printed if "[INFO] Starting gunicorn" not in text] == [line]
+    assert own_lines(result) == [line]
 
 
 @pytest.mark.parametrize(("store", "workers"), [("memory", 1), ("sqlite", os.cpu_count())])

@@ -7,13 +7,13 @@ import re
 
 import pytest
 
+from plantstore.core.stores import StoreUnavailable
 from plantstore.operations.logs import (
     JsonFormatter,
     LineFormatter,
     RequestIdFilter,
     current_request_id,
 )
-from plantstore.stores import StoreUnavailable
 
 
 @pytest.fixture

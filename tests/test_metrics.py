@@ -16,13 +16,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from plantstore.app import create_app
 from plantstore.config import Config, ConfigError
-from plantstore.stores import StoreUnavailable
+from plantstore.core.stores import StoreUnavailable
+from plantstore.operations.health import READY_ANSWER_SECONDS, ReadinessCheck
+from plantstore.operations.metrics import MetricsEndpoint, process_metrics
 from plantstore.stores.memory import MemoryStore
 from tests.concurrency import at_once
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT, GunicornServer, run_to_exit, server_environ
 from tests.raw_http import parse_answers, read_until_closed
 from tests.test_faults import replacements, wait_for
+from tests.test_readiness import Clock
 
 FERN = {"id": 1, "name": "fern", "tag": "green"}
 
@@ -283,22 +286,39 @@ def test_answers_503_for_a_store_that_cannot_serve_are_counted_by_route(config):
 
 class SwitchedStore(MemoryStore):
     is_ready = True
+    asked = 0
 
     def check_ready(self):
+        self.asked += 1
         if not self.is_ready:
             raise StoreUnavailable("switched off")
 
 
-def test_store_readiness_is_asked_at_each_scrape(config):
+def test_a_scrape_tells_readiness_as_last_found_asking_the_store_once_a_second_at_most():
+    """A durable store's check writes: scrapes share `/readyz`'s answer, however many come."""
     store = SwitchedStore()
-    client = falcon.testing.TestClient(
-        create_app(config, store), headers={"Authorization": f"Bearer {TOKEN}"}
+    clock = Clock()
+    app = falcon.App()
+    endpoint = MetricsEndpoint(
+        process_metrics(),
+        ReadinessCheck(store, clock),
+        store,
+        store_kind="memory",
+        webhooks=False,
+        public=True,
     )
+    app.add_route("/metrics", endpoint)
+    client = falcon.testing.TestClient(app)
     assert scrape(client)[("plantstore_store_ready",)] == 1
     store.is_ready = False
+    assert scrape(client)[("plantstore_store_ready",)] == 1
+    assert store.asked == 1
+    clock.now += READY_ANSWER_SECONDS
     assert scrape(client)[("plantstore_store_ready",)] == 0
     store.is_ready = True
+    clock.now += READY_ANSWER_SECONDS
     assert scrape(client)[("plantstore_store_ready",)] == 1
+    assert store.asked == 3
 
 
 def test_build_info_names_the_version_and_the_kind_of_store_never_its_url():

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from tests.gunicorn_server import TOO_LARGE, GunicornServer, send, server_environ
-from tests.nginx_proxy import NginxProxy, unit_gunicorn_settings
+from tests.nginx_proxy import NginxProxy, unit_gunicorn_flags
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +46,8 @@ def start(tmp_path_factory):
         gunicorn, nginx = tmp_path_factory.mktemp("gunicorn"), tmp_path_factory.mktemp("nginx")
         socket_path = gunicorn / "gunicorn.sock"
         server = GunicornServer(
-            server_environ(PLANTSTORE_TOKENS=TOKEN, **{**unit_gunicorn_settings(), **environ}),
+            server_environ(PLANTSTORE_TOKENS=TOKEN, **environ),
+            *unit_gunicorn_flags(),
             unix_path=socket_path if unix else None,
             log_dir=gunicorn,
         )

@@ -16,7 +16,7 @@ from plantstore.api.schemas import (
     PlantDeletedSchema,
     PlantSchema,
 )
-from plantstore.webhooks.events import plant_created, plant_deleted
+from plantstore.core.events import plant_created, plant_deleted
 
 
 @pytest.fixture

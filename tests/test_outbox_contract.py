@@ -9,7 +9,9 @@ import orjson
 import psycopg
 import pytest
 
-from plantstore.stores import ConditionFailed, Put, StoreUnavailable, open_store
+from plantstore.core.plants import ConditionFailed, Put
+from plantstore.core.stores import StoreUnavailable
+from plantstore.stores import open_store
 from plantstore.stores.postgres import PostgresStore
 from tests.concurrency import at_once
 

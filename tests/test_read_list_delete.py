@@ -9,7 +9,7 @@ import pytest
 from plantstore.api.schemas import MAX_PAGE_BYTES
 from plantstore.app import create_app
 from plantstore.config import Config
-from plantstore.stores import ID_BYTES
+from plantstore.core.plants import ID_BYTES
 from tests.conftest import TOKEN
 from tests.test_plants import assert_error, post
 

@@ -6,8 +6,8 @@ import falcon
 import falcon.testing
 import pytest
 
-from plantstore.operations.health import READY_ANSWER_SECONDS, Readiness
-from plantstore.stores import StoreUnavailable
+from plantstore.core.stores import StoreUnavailable
+from plantstore.operations.health import READY_ANSWER_SECONDS, Readiness, ReadinessCheck
 from plantstore.stores import sqlite as sqlite_store
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.sqlite import SqliteStore
@@ -47,7 +47,7 @@ def store():
 @pytest.fixture
 def probe(store, clock):
     app = falcon.App()
-    app.add_route("/readyz", Readiness(store, clock))
+    app.add_route("/readyz", Readiness(ReadinessCheck(store, clock)))
     client = falcon.testing.TestClient(app)
     return lambda: client.simulate_get("/readyz").status_code
 

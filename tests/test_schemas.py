@@ -14,7 +14,7 @@ from plantstore.api.schemas import (
     PlantSchema,
     StoredPlantSchema,
 )
-from plantstore.stores import stored_plant
+from plantstore.core.plants import stored_plant
 
 new_plant = NewPlantSchema()
 plant = PlantSchema()

@@ -21,8 +21,10 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_s
 from plantstore.api import plants as plants_resource
 from plantstore.api.schemas import INT64_MAX, INT64_MIN
 from plantstore.app import create_app
-from plantstore.config import Config
-from plantstore.stores import PlantStore, open_store, store_kind, stored_plant
+from plantstore.config import Config, store_kind
+from plantstore.core.plants import stored_plant
+from plantstore.core.stores import PlantStore
+from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 from tests.test_plants import assert_error

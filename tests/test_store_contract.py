@@ -13,15 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantstore.api.schemas import INT64_MAX, INT64_MIN, MAX_PAGE_BYTES, PlantSchema
-from plantstore.stores import (
-    ID_BYTES,
-    ConditionFailed,
-    Page,
-    PlantStore,
-    Put,
-    open_store,
-    stored_plant,
-)
+from plantstore.core.plants import ID_BYTES, ConditionFailed, Page, Put, stored_plant
+from plantstore.core.stores import PlantStore
+from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.concurrency import at_once
 

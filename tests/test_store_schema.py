@@ -13,10 +13,11 @@ import psycopg
 import pytest
 
 from plantstore.api.schemas import MAX_PAGE_BYTES
-from plantstore.stores import SchemaTooNew, StoreUnavailable, StoreUnusable, postgres, sqlite
+from plantstore.core.events import subscriber_key
+from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
+from plantstore.stores import postgres, sqlite
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sqlite import SqliteStore
-from plantstore.webhooks.subscribers import subscriber_key
 from tests.concurrency import at_once
 
 #: Plants as 1.0.0 kept them, with tags that SQL's JSON functions get wrong.

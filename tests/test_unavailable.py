@@ -24,9 +24,10 @@ import pytest
 from psycopg import sql
 
 from plantstore.app import create_app
+from plantstore.core.stores import StoreUnavailable
 from plantstore.operations import health
 from plantstore.operations.health import READY_ANSWER_SECONDS
-from plantstore.stores import StoreUnavailable, open_store, remember_started_store, sqlite_file
+from plantstore.stores import open_store, remember_started_store, sqlite_file
 from plantstore.stores.gate import STALLED_SECONDS, GatedStore
 from plantstore.stores.postgres import (
     OUTAGE_WAIT_SECONDS,

@@ -12,9 +12,9 @@ import orjson
 import psycopg
 import pytest
 
-from plantstore.stores import open_store, postgres, sqlite, store_kind
-from plantstore.webhooks.events import plant_deleted
-from plantstore.webhooks.subscribers import subscriber_key
+from plantstore.config import store_kind
+from plantstore.core.events import plant_deleted, subscriber_key
+from plantstore.stores import open_store, postgres, sqlite
 from tests.gunicorn_server import GunicornServer, run_to_exit, server_environ
 from tests.webhook_receiver import SECRET
 

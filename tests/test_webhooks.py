@@ -27,10 +27,12 @@ from standardwebhooks import Webhook
 
 from plantstore.api.schemas import PlantCreatedSchema, PlantDeletedSchema, PlantUpdatedSchema
 from plantstore.config import Config
-from plantstore.stores import StoreUnavailable
+from plantstore.core.events import subscriber_key
+from plantstore.core.stores import StoreUnavailable
+from plantstore.operations.metrics import process_metrics
 from plantstore.stores.memory import MemoryStore
 from plantstore.webhooks.deliverer import SENDERS, Deliverer, backoff
-from plantstore.webhooks.subscribers import origin, subscriber_key
+from plantstore.webhooks.subscribers import origin
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT, GunicornServer, server_environ
 from tests.test_metrics import scrape_server, sqlite_workers
@@ -91,6 +93,7 @@ class Running:
         self._urls = urls
         self.store = MemoryStore(keys(urls), self.wake.set)
         # The counters are the process's, which other tests added to: count from here.
+        self._metrics = process_metrics()
         self._counted = {name: REGISTRY.get_sample_value(name) for name in (SENT, FAILED, GIVEN_UP)}
         self._timeout, self._give_up_after = timeout, give_up_after
         self.deliverer = self.start()
@@ -105,6 +108,7 @@ class Running:
             self._give_up_after,
             clock=self.clock,
             jitter=lambda ceiling: ceiling,
+            on_outcome=self._metrics.count_delivery,  # as `Runtime` counts them
         )
         deliverer.start()
         return deliverer

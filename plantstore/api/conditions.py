@@ -17,7 +17,7 @@ from typing import Literal, NamedTuple
 
 import falcon
 
-from plantstore.stores import Condition
+from plantstore.core.plants import Condition
 
 #: An entity-tag (§8.8.3): `W/` when weak, then the opaque tag, quoted, of `etagc` characters
 #: (a header's bytes come as Latin-1, so obs-text is U+0080 to U+00FF).

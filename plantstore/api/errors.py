@@ -4,7 +4,7 @@ import falcon
 import orjson
 from marshmallow import ValidationError
 
-from plantstore.stores import StoreUnavailable
+from plantstore.core.stores import StoreUnavailable
 
 #: Seconds a client is told to wait before it tries again, when the store cannot serve.
 RETRY_AFTER_SECONDS = 1

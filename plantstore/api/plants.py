@@ -16,7 +16,8 @@ from plantstore.api.schemas import (
     PlantReplacementSchema,
     PlantSchema,
 )
-from plantstore.stores import ConditionFailed, PlantStore, Put, same_plant, stored_plant
+from plantstore.core.plants import ConditionFailed, Put, same_plant, stored_plant
+from plantstore.core.stores import PlantStore
 
 # Built once: a schema holds no state of one load or dump, so every thread can share it.
 _NEW_PLANT = NewPlantSchema()

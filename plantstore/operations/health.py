@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from plantstore.api.errors import store_unavailable
-from plantstore.stores import PlantStore, StoreUnavailable
+from plantstore.core.stores import PlantStore, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -26,19 +26,15 @@ class Health:
     on_head = on_get
 
 
-class Readiness:
-    """`/readyz`: whether a write can succeed now, so a balancer sends traffic only then.
-
-    The store is asked at most once every `READY_ANSWER_SECONDS` (a durable store's check
-    writes), and probes meanwhile get its last answer: many balancers polling often cost the
-    store no more than one.
+class ReadinessCheck:
+    """Whether a write can succeed now, as the store last said: asked at most once every
+    `READY_ANSWER_SECONDS` (a durable store's check writes), whoever asks, so that many
+    balancers polling often, and Prometheus scraping, cost the store no more than one.
 
     A balancer asks every few seconds: the log hears of a change, with its cause, not of
     every answer; of the end of a trouble as loudly as of its start, so that whoever reads
     the one finds the other.
     """
-
-    auth_required = False
 
     def __init__(self, store: PlantStore, clock: Callable[[], float] = time.monotonic) -> None:
         self._store = store
@@ -47,16 +43,8 @@ class Readiness:
         self._asked_at = float("-inf")
         self._failure: StoreUnavailable | None = None
 
-    def on_get(self, req, resp):
-        failure = self._answer()
-        if failure is not None:
-            raise store_unavailable() from failure
-        resp.media = {"status": "ready"}
-
-    on_head = on_get
-
-    def _answer(self) -> StoreUnavailable | None:
-        """The store's last answer, asked again once it is `READY_ANSWER_SECONDS` old."""
+    def failure(self) -> StoreUnavailable | None:
+        """Why the store could not take a write when last asked; None when it could."""
         with self._lock:
             if self._clock() - self._asked_at >= READY_ANSWER_SECONDS:
                 was_ready = self._failure is None
@@ -71,3 +59,20 @@ class Readiness:
                 elif self._failure is None and not was_ready:
                     logger.warning("ready again")
             return self._failure
+
+
+class Readiness:
+    """`/readyz`: whether a write can succeed now, so a balancer sends traffic only then."""
+
+    auth_required = False
+
+    def __init__(self, check: ReadinessCheck) -> None:
+        self._check = check
+
+    def on_get(self, req, resp):
+        failure = self._check.failure()
+        if failure is not None:
+            raise store_unavailable() from failure
+        resp.media = {"status": "ready"}
+
+    on_head = on_get

@@ -12,7 +12,7 @@ handler (stderr, or `--error-logfile`), which writes each line as
 several, a traceback's included, carries the whole prefix, so a request's trouble is found
 with one grep.
 
-With `PLANTSTORE_LOG_FORMAT=json`, `JsonLogger` writes both logs as one JSON object a line,
+With `PLANTSTORE_LOG_FORMAT=json`, `Logger` writes both logs as one JSON object a line,
 for log collectors: the error log's with the time, level, logger, request id and message (a
 traceback in one field), the access log's with the request id, client, method, path (never
 the query), route (its template; null where none matched), status and duration. Neither has a
@@ -21,6 +21,7 @@ header's value, so never a token.
 
 import json
 import logging
+import os
 import re
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -171,41 +172,33 @@ class Logger(glogging.Logger):
     gunicorn makes the error log's handler from its settings (`errorlog`, `loglevel`) and
     reopens it on SIGUSR1; this gives it the format and the request id, and hands it the root
     logger's lines too. gunicorn calls `setup` again on SIGHUP, with a new handler.
+
+    With `PLANTSTORE_LOG_FORMAT=json`, each line of both logs is one JSON object. gunicorn sets
+    its logger up before the start checks the settings: any other value writes text here, and
+    the start then stops, saying why.
     """
 
     atoms_wrapper_class = EscapedAtoms
 
     def setup(self, cfg) -> None:
         super().setup(cfg)
+        json_lines = os.environ.get("PLANTSTORE_LOG_FORMAT", "").strip() == "json"
         for handler in self.error_log.handlers:
-            handler.setFormatter(self.error_formatter())
+            handler.setFormatter(JsonFormatter() if json_lines else LineFormatter())
             handler.addFilter(_REQUEST_ID_FILTER)
             handler.addFilter(_REFUSAL_FILTER)
+        if json_lines:
+            # The access log's atoms as gunicorn made them: its default wrapper escapes `"` for
+            # a format string, which JSON does itself.
+            self.atoms_wrapper_class = dict
+            for handler in self.access_log.handlers:
+                handler.setFormatter(JsonAccessFormatter())
         root = logging.getLogger()
         root.handlers = list(self.error_log.handlers)
         root.setLevel(self.loglevel)
         # urllib3's debug lines name each webhook request's path and query, which may hold a
         # subscriber's secret: of a subscriber, the log names only its scheme, host and port.
         logging.getLogger("urllib3").setLevel(max(self.loglevel, logging.INFO))
-
-    def error_formatter(self) -> logging.Formatter:
-        return LineFormatter()
-
-
-class JsonLogger(Logger):
-    """The same logs, each line one JSON object (`PLANTSTORE_LOG_FORMAT=json`)."""
-
-    #: The access log's atoms as gunicorn made them: its default wrapper escapes `"` for a
-    #: format string, which JSON does itself.
-    atoms_wrapper_class = dict
-
-    def setup(self, cfg) -> None:
-        super().setup(cfg)
-        for handler in self.access_log.handlers:
-            handler.setFormatter(JsonAccessFormatter())
-
-    def error_formatter(self) -> logging.Formatter:
-        return JsonFormatter()
 
 
 class Request(falcon.Request):

@@ -1,68 +1,30 @@
-"""The `plantstore` command: run the service, make a token, check the configuration.
-
-Every subcommand reads the settings through `plantstore.config` first, so a bad one stops it
-with the one `plantstore: ...` line that names the variable, before gunicorn is imported (it
-reads `WEB_CONCURRENCY` and `FORWARDED_ALLOW_IPS` itself as it loads, in its own words).
-"""
+"""The `plantstore` command: run the service, make a token, check the configuration."""
 
 import argparse
 import logging
+import os
 import sys
+from pathlib import Path
 
-from plantstore.config import ConfigError
+from plantstore.config import ConfigError, env_int, store_kind
+from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.serving import run_token
-from plantstore.serving.server_config import check_workers, read_all, unreachable
-from plantstore.stores import (
-    SchemaTooNew,
-    StoreUnavailable,
-    StoreUnusable,
-    open_store,
-    prepare_store,
-    store_kind,
-)
+from plantstore.serving.hooks import default_workers
+from plantstore.serving.settings import check_workers, read_settings, unreachable
+from plantstore.stores import open_store, prepare_store
 
-
-def _read_settings():
-    try:
-        return read_all()
-    except ConfigError as ex:
-        raise SystemExit(f"plantstore: {ex}") from None
+#: The checkout's gunicorn.conf.py, which the package holds too: `plantstore serve` runs it.
+GUNICORN_CONF = Path(__file__).with_name("gunicorn.conf.py")
 
 
 def serve(arguments: list[str]) -> None:
-    """Run gunicorn with the service's settings; gunicorn's own flags pass through."""
-    _read_settings()
-    if {"-h", "--help"} & set(arguments):
-        print(_serve_help())
-        return
-    from plantstore.serving.server import Server  # imports gunicorn: only once settings are good
+    """Become gunicorn with the package's gunicorn.conf.py, as `gunicorn -c gunicorn.conf.py`
+    runs it from the checkout: gunicorn's flags and `GUNICORN_CMD_ARGS` work as they always do.
 
-    Server(arguments).run()
-
-
-def _serve_help() -> str:
-    """What `plantstore serve` runs with: the service's settings, as this environment sets them."""
-    from plantstore.serving import settings
-
-    shown = {
-        "--bind": "127.0.0.1:8000, or 0.0.0.0:$PORT when PORT is set",
-        "--workers": f"{settings.workers} (WEB_CONCURRENCY; the memory store takes one)",
-        "--worker-class": settings.worker_class,
-        "--threads": f"{settings.threads} (GUNICORN_THREADS)",
-        "--timeout": f"{settings.timeout} (GUNICORN_TIMEOUT)",
-        "--graceful-timeout": f"{settings.graceful_timeout} (GUNICORN_GRACEFUL_TIMEOUT)",
-        "--keep-alive": f"{settings.keepalive} (GUNICORN_KEEPALIVE)",
-    }
-    lines = [
-        "usage: plantstore serve [GUNICORN FLAGS]",
-        "",
-        "Run Plant Store under gunicorn. Its settings here, each overridden by its flag:",
-        *(f"  {flag:<19} {value}" for flag, value in shown.items()),
-        "",
-        "Every other gunicorn flag passes through too (gunicorn --help lists them), e.g.",
-        "  plantstore serve --bind 127.0.0.1:8080",
-    ]
-    return "\n".join(lines)
+    The process is replaced, not forked: a service manager's signals reach gunicorn's master.
+    """
+    command = [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_CONF), *arguments]
+    os.execv(sys.executable, command)
 
 
 def token() -> None:
@@ -73,15 +35,16 @@ def token() -> None:
 def check() -> None:
     """Read every setting and reach the store: open it, ask it whether a write can succeed.
 
-    It refuses what a start would refuse, a second worker for the memory store included.
-
-    Says which kind of store is ready, never its URL, which may hold a password.
+    It refuses what a start would refuse, a second worker for the memory store included, and
+    waits for the store as a start does. Says which kind of store is ready, never its URL, which
+    may hold a password.
     """
-    config, server = _read_settings()
     # A library's own warnings (psycopg's pool retrying) would add lines to the one answer.
     logging.getLogger().addHandler(logging.NullHandler())
     try:
-        check_workers(config, server.workers)
+        config = read_settings()
+        workers = default_workers(os.environ)
+        check_workers(config, env_int(os.environ, "WEB_CONCURRENCY", workers, 1, blank_ok=False))
         prepare_store(config.store_url, config.store_wait)
     except StoreUnavailable as ex:
         raise SystemExit(f"plantstore: {unreachable(config, ex)}") from None
@@ -106,9 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser(
         "serve",
-        add_help=False,  # serve's --help lists the settings it runs with (`_serve_help`)
-        help="run the service under gunicorn; gunicorn's flags pass through (--bind, "
-        "--workers, ...: plantstore serve --help lists the service's settings)",
+        add_help=False,  # serve's --help is gunicorn's, which lists every flag
+        help="run the service: gunicorn with the package's gunicorn.conf.py; gunicorn's flags "
+        "(--bind, --workers, ...; plantstore serve --help lists them) and GUNICORN_CMD_ARGS "
+        "pass through",
     )
     commands.add_parser(
         "token",
@@ -117,8 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         "'Authorization: Bearer <token>'",
         description="Print a fresh random token. Add it to PLANTSTORE_TOKENS or as a line of "
         "PLANTSTORE_TOKENS_FILE (running workers read the file again within a second of its "
-        "change), and "
-        "give it to the client, which sends it as 'Authorization: Bearer <token>'.",
+        "change), and give it to the client, which sends it as 'Authorization: Bearer <token>'.",
     )
     commands.add_parser(
         "check",

@@ -5,7 +5,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from plantstore.stores import Condition, ConditionFailed, Page, PlantStore, Put, StoreUnavailable
+from plantstore.core.plants import Condition, ConditionFailed, Page, Put
+from plantstore.core.stores import PlantStore, StoreUnavailable
 
 #: Seconds with every slot taken and no call answered, after which the store is taken to answer
 #: no more and a call that finds no free slot is refused rather than kept waiting: longer than
@@ -69,7 +70,6 @@ class GatedStore:
             self._store.check_ready()
 
     def oldest(self) -> float | None:
-        """The outbox's oldest pending event, for a scrape, when the store is also an outbox."""
         with self._slot():
             return self._store.oldest()
 

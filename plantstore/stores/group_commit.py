@@ -23,7 +23,8 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from typing import Generic, TypeVar
 
-from plantstore.stores import ConditionFailed, StoreUnavailable
+from plantstore.core.plants import ConditionFailed
+from plantstore.core.stores import StoreUnavailable
 
 _Connection = TypeVar("_Connection")
 _T = TypeVar("_T")

@@ -7,16 +7,9 @@ from itertools import count, islice
 import orjson
 from sortedcontainers import SortedList
 
-from plantstore.stores import (
-    Condition,
-    ConditionFailed,
-    Delivery,
-    Page,
-    Put,
-    fill_page,
-    same_plant,
-)
-from plantstore.webhooks.events import Event, plant_created, plant_deleted, plant_updated
+from plantstore.core.events import Event, plant_created, plant_deleted, plant_updated
+from plantstore.core.plants import Condition, ConditionFailed, Page, Put, fill_page, same_plant
+from plantstore.core.stores import Delivery
 
 
 class MemoryStore:

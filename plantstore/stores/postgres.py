@@ -9,17 +9,9 @@ from typing import TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from plantstore.stores import (
-    Condition,
-    ConditionFailed,
-    Delivery,
-    Page,
-    Put,
-    StoreUnavailable,
-    StoreUnusable,
-    fill_page,
-    same_plant,
-)
+from plantstore.core.events import Event, plant_created, plant_deleted, plant_updated
+from plantstore.core.plants import Condition, ConditionFailed, Page, Put, fill_page, same_plant
+from plantstore.core.stores import Delivery, StoreUnavailable, StoreUnusable
 from plantstore.stores.deadlines import Deadlines
 from plantstore.stores.group_commit import Change, GroupCommit, make_each
 from plantstore.stores.sql import (
@@ -33,7 +25,6 @@ from plantstore.stores.sql import (
     steps_to_take,
     tag_key,
 )
-from plantstore.webhooks.events import Event, plant_created, plant_deleted, plant_updated
 
 #: Connections a worker may hold: one per thread of the default `GUNICORN_THREADS`.
 POOL_SIZE = 8

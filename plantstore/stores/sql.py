@@ -7,9 +7,8 @@ from typing import TypeVar
 
 import orjson
 
-from plantstore.stores import Delivery, SchemaTooNew
-from plantstore.webhooks.events import Event
-from plantstore.webhooks.subscribers import subscriber_key
+from plantstore.core.events import Event, subscriber_key
+from plantstore.core.stores import Delivery, SchemaTooNew
 
 _Step = TypeVar("_Step")
 

@@ -11,17 +11,9 @@ from contextlib import closing, contextmanager
 from functools import partial
 from urllib.parse import quote
 
-from plantstore.stores import (
-    Condition,
-    ConditionFailed,
-    Delivery,
-    Page,
-    Put,
-    StoreUnavailable,
-    StoreUnusable,
-    fill_page,
-    same_plant,
-)
+from plantstore.core.events import Event, plant_created, plant_deleted, plant_updated
+from plantstore.core.plants import Condition, ConditionFailed, Page, Put, fill_page, same_plant
+from plantstore.core.stores import Delivery, StoreUnavailable, StoreUnusable
 from plantstore.stores.group_commit import Change, GroupCommit, make_each
 from plantstore.stores.sql import (
     Commits,
@@ -35,7 +27,6 @@ from plantstore.stores.sql import (
     tag_key,
 )
 from plantstore.stores.sqlite_file import FileGuard, FileIdentity
-from plantstore.webhooks.events import Event, plant_created, plant_deleted, plant_updated
 
 #: Seconds between attempts to switch a new database to its write-ahead log.
 _SWITCH_RETRY_SECONDS = 0.005

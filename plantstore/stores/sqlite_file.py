@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 
-from plantstore.stores import StoreUnavailable
+from plantstore.core.stores import StoreUnavailable
 
 logger = logging.getLogger("plantstore.stores.sqlite")
 

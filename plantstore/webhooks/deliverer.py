@@ -15,16 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
+from enum import Enum
 
 import urllib3
 from standardwebhooks import Webhook
 
-from plantstore.operations.metrics import (
-    WEBHOOK_EVENTS_FAILED,
-    WEBHOOK_EVENTS_GIVEN_UP,
-    WEBHOOK_EVENTS_SENT,
-)
-from plantstore.stores import Delivery, Outbox, StoreUnavailable
+from plantstore.core.stores import Delivery, Outbox, StoreUnavailable
 from plantstore.webhooks.subscribers import Subscriber, subscriber
 
 logger = logging.getLogger(__name__)
@@ -45,6 +41,17 @@ LEASE_MARGIN_SECONDS = 5.0
 #: longer than this; a longer one (or one of unknown length) is left unread, its connection
 #: closed.
 ANSWER_BYTES = 65536
+
+
+class Outcome(Enum):
+    """What became of one attempt to deliver, as the deliverer tells its `on_outcome`."""
+
+    #: The subscriber acknowledged it (2xx): the delivery leaves the outbox.
+    SENT = "sent"
+    #: It failed, and the delivery is due again later.
+    FAILED = "failed"
+    #: It failed past `give_up_after`: the delivery leaves the outbox, undelivered.
+    GIVEN_UP = "given up"
 
 
 def backoff(attempts: int) -> float:
@@ -70,6 +77,8 @@ class Deliverer:
         give_up_after: seconds after an event was made when a failing delivery is given up.
         clock: the time, as `time.time()` gives it; tests move it on instead of waiting.
         jitter: how long to wait before a retry, given the longest wait backoff allows.
+        on_outcome: told what became of each attempt, once the outbox recorded it (the
+            metrics count it).
     """
 
     def __init__(
@@ -82,6 +91,7 @@ class Deliverer:
         give_up_after: float,
         clock: Callable[[], float] = time.time,
         jitter: Callable[[float], float] = full_jitter,
+        on_outcome: Callable[[Outcome], None] = lambda outcome: None,
     ) -> None:
         self._outbox = outbox
         self._wake = wake
@@ -91,6 +101,7 @@ class Deliverer:
         self._give_up_after = give_up_after
         self._clock = clock
         self._jitter = jitter
+        self._on_outcome = on_outcome
         self._stopping = threading.Event()
         #: Set when a sender is done with a delivery.
         self._sender_freed = threading.Event()
@@ -212,7 +223,7 @@ class Deliverer:
         failure = self._attempt(subscriber, delivery)
         if failure is None:
             self._outbox.forget(delivery)
-            WEBHOOK_EVENTS_SENT.inc()
+            self._on_outcome(Outcome.SENT)
             return
         now = self._clock()
         attempts = delivery.attempts + 1
@@ -227,8 +238,7 @@ class Deliverer:
                 now - delivery.created_at,
                 failure,
             )
-            WEBHOOK_EVENTS_FAILED.inc()
-            WEBHOOK_EVENTS_GIVEN_UP.inc()
+            self._on_outcome(Outcome.GIVEN_UP)
             return
         at = min(now + self._jitter(backoff(attempts)), give_up_at)
         self._outbox.retry(delivery, at)
@@ -240,7 +250,7 @@ class Deliverer:
             attempts,
             at - now,
         )
-        WEBHOOK_EVENTS_FAILED.inc()
+        self._on_outcome(Outcome.FAILED)
 
     def _attempt(self, subscriber: Subscriber, delivery: Delivery) -> str | None:
         """Post the delivery once to its subscriber, signed now; None when acknowledged (2xx),

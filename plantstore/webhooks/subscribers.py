@@ -7,11 +7,12 @@ in the `Authorization` header of the attempts to that URL and nowhere else: not 
 (an attempt follows no redirect), not into the database, not into a log line.
 """
 
-import hashlib
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from urllib3.util import Url, make_headers, parse_url
+from urllib3.util import make_headers, parse_url
+
+from plantstore.core.events import subscriber_key, without_credentials
 
 
 class Subscriber(NamedTuple):
@@ -36,18 +37,7 @@ def subscriber(url: str) -> Subscriber:
         else make_headers(basic_auth=credentials, basic_auth_encoding="utf-8")
     )
     key = subscriber_key(url)
-    return Subscriber(key, _without_credentials(url), headers, f"{origin(url)} (subscriber {key})")
-
-
-def subscriber_key(url: str) -> str:
-    """Name the subscriber at `url` without telling its URL: the first 16 hex digits of the
-    SHA-256 of the URL without its user and password (as urllib3 writes it).
-
-    The same in every worker and every run, so a delivery waiting in the outbox finds its URL
-    again after a restart; and the same when only the password changes. Nothing of the
-    password goes into it, so a key in a log line is no help in guessing one.
-    """
-    return hashlib.sha256(_without_credentials(url).encode()).hexdigest()[:16]
+    return Subscriber(key, without_credentials(url), headers, f"{origin(url)} (subscriber {key})")
 
 
 def origin(url: str) -> str:
@@ -55,15 +45,3 @@ def origin(url: str) -> str:
     parts = urlsplit(url)
     host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
     return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
-
-
-def _without_credentials(url: str) -> str:
-    parsed = parse_url(url)
-    return Url(
-        scheme=parsed.scheme,
-        host=parsed.host,
-        port=parsed.port,
-        path=parsed.path,
-        query=parsed.query,
-        fragment=parsed.fragment,
-    ).url

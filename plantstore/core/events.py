@@ -1,13 +1,16 @@
-"""The events subscribers hear of, as the bytes every attempt to deliver one sends."""
+"""The events subscribers hear of, as the bytes every attempt to deliver one sends, and the
+name the outbox gives each subscriber."""
 
+import hashlib
 import time
 import uuid
 from datetime import UTC, datetime
 from typing import NamedTuple
 
 import orjson
+from urllib3.util import Url, parse_url
 
-from plantstore.stores import stored_plant
+from plantstore.core.plants import stored_plant
 
 
 class Event(NamedTuple):
@@ -46,3 +49,27 @@ def _event(kind: str, data: object) -> Event:
     stamp = datetime.fromtimestamp(created_at, UTC).isoformat(timespec="milliseconds")
     body = orjson.dumps({"type": kind, "timestamp": stamp.replace("+00:00", "Z"), "data": data})
     return Event(f"msg_{uuid.uuid4().hex}", body, created_at)
+
+
+def subscriber_key(url: str) -> str:
+    """Name the subscriber at `url` without telling its URL: the first 16 hex digits of the
+    SHA-256 of the URL without its user and password (as urllib3 writes it).
+
+    The same in every worker and every run, so a delivery waiting in the outbox finds its URL
+    again after a restart; and the same when only the password changes. Nothing of the
+    password goes into it, so a key in a log line is no help in guessing one.
+    """
+    return hashlib.sha256(without_credentials(url).encode()).hexdigest()[:16]
+
+
+def without_credentials(url: str) -> str:
+    """`url` without its user and password, as urllib3 writes it."""
+    parsed = parse_url(url)
+    return Url(
+        scheme=parsed.scheme,
+        host=parsed.host,
+        port=parsed.port,
+        path=parsed.path,
+        query=parsed.query,
+        fragment=parsed.fragment,
+    ).url

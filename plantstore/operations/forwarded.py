@@ -1,6 +1,7 @@
-"""The client's address, as a trusted reverse proxy forwarded it, and which proxies are trusted."""
+"""The client's address, as a trusted reverse proxy forwarded it, for the access log."""
 
 import ipaddress
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -9,28 +10,21 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 @dataclass(frozen=True)
 class TrustedProxies:
-    """`FORWARDED_ALLOW_IPS`, parsed once: gunicorn and the app trust the same peers.
+    """gunicorn's `forwarded_allow_ips`, parsed once: gunicorn and the app trust the same peers.
 
     gunicorn's own rule: a unix-socket peer always, a TCP peer when its address is in one of the
-    networks, every peer with `*`. `str()` gives the list back as gunicorn's setting reads it.
+    networks, every peer with `*`.
     """
 
-    entries: tuple[str, ...]
     networks: tuple[Network, ...]
     everyone: bool
 
     @classmethod
-    def parse(cls, text: str) -> "TrustedProxies":
-        """Read a comma-separated list; ValueError names the first entry that is no network."""
-        entries = tuple(entry.strip() for entry in text.split(",") if entry.strip())
-        networks = []
-        for entry in entries:
-            if entry != "*":
-                try:
-                    networks.append(ipaddress.ip_network(entry))
-                except ValueError:
-                    raise ValueError(entry) from None
-        return cls(entries, tuple(networks), "*" in entries)
+    def parse(cls, entries: Iterable[str]) -> "TrustedProxies":
+        """Read addresses and networks, as gunicorn checked them; `*` is everyone."""
+        entries = [entry.strip() for entry in entries]
+        networks = tuple(ipaddress.ip_network(entry) for entry in entries if entry != "*")
+        return cls(networks, "*" in entries)
 
     def trusts(self, peer: str) -> bool:
         if not peer:
@@ -39,9 +33,6 @@ class TrustedProxies:
         return address is not None and (
             self.everyone or any(address in network for network in self.networks)
         )
-
-    def __str__(self) -> str:
-        return ",".join(self.entries)
 
 
 class ForwardedClient:

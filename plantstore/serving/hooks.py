@@ -1,0 +1,211 @@
+"""gunicorn's server hooks for Plant Store, which gunicorn.conf.py names, and each worker's app.
+
+Nothing happens when this module is imported: gunicorn calls each hook in its master or in a
+worker, as its documentation says. The master checks the settings and reaches the store
+(`on_starting`), then makes what the run needs once its sockets are bound (`when_ready`). Each
+worker opens its own `Runtime` after the fork (`post_fork`), serves the app built on it
+(`worker_app`, gunicorn's `wsgi_app`), starts it (`post_worker_init`) and closes it
+(`worker_exit`). A process is one worker, so the runtime it opened is this module's to hold.
+"""
+
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from plantstore.config import Config, ConfigError, store_kind
+from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
+from plantstore.operations.logs import current_request_id
+from plantstore.serving import run_token
+from plantstore.serving.settings import check_workers, read_settings, unreachable
+from plantstore.stores import prepare_store, remember_started_store
+from plantstore.webhooks.subscribers import subscriber
+
+#: The metrics' directories, in the temporary directory: this, the master's pid, and a suffix.
+METRICS_PREFIX = "plantstore-metrics-"
+
+#: This worker's store and deliverer (`plantstore.runtime.Runtime`), once `post_fork` opened them.
+_runtime = None
+
+
+def default_workers(environ) -> int:
+    """One worker process per core with a shared store, so Python runs on every core; one with
+    the memory store, a dict that one process alone holds."""
+    url = environ.get("PLANTSTORE_STORE", "").strip()
+    return 1 if store_kind(url or "memory://") == "memory" else os.cpu_count() or 1
+
+
+def on_starting(server):
+    """Stop the start, with one line, on what would make every worker fail.
+
+    A bad setting, a second worker for the memory store (each would keep its own dict). A
+    database store is reached, and its schema brought up to date, here: a database newer than
+    this code stops the start, and so does a SQLite file that is not a database or cannot be
+    opened, and a store that cannot be reached within `PLANTSTORE_STORE_WAIT` seconds (the line
+    says why). Once started, a store lost is the workers' to wait for (503 meanwhile). Every
+    worker answers only for the SQLite file opened here: a file put in its place while the
+    service runs is refused.
+    """
+    if server.cfg.preload_app and server.cfg.workers > 1:
+        # Loaded in the master, the app would import prometheus_client before `when_ready` named
+        # its directory, and open the store's connections for every worker to share.
+        raise SystemExit(
+            "plantstore: with --preload each worker would count alone in /metrics; "
+            "run one worker, or drop --preload"
+        )
+    config = _checked_settings()
+    try:
+        check_workers(config, server.cfg.workers)
+        prepare_store(config.store_url, config.store_wait)
+    except StoreUnavailable as ex:
+        raise SystemExit(f"plantstore: {unreachable(config, ex)}") from None
+    except (ConfigError, SchemaTooNew, StoreUnusable) as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
+    remember_started_store(config.store_url)
+
+
+def _checked_settings() -> Config:
+    """The settings, as a start checks them; a bad one stops the process with one line."""
+    try:
+        return read_settings()
+    except ConfigError as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
+
+
+def when_ready(server):
+    """The sockets are bound and no worker runs yet: make what the run needs, once.
+
+    Made here rather than at the start, so that a start that fails (a port in use) leaves
+    nothing behind; `on_exit` removes both.
+
+    Metrics, with a shared store: prometheus_client keeps each worker's values in files of the
+    directory named by PROMETHEUS_MULTIPROC_DIR, which it reads when it is first imported; the
+    workers, forked after this, import it, and the master never does. The memory store's one
+    worker counts in its own memory.
+
+    A token: with none configured the service does not run open. One is written into a file
+    only this user can read, the workers' PLANTSTORE_TOKENS_FILE. The log names the file, never
+    the token.
+
+    The log names each webhook subscriber as its warnings will, by origin and key, beside its
+    place in PLANTSTORE_WEBHOOK_URLS: so an operator can tell which URL a warning is about,
+    though several share a host, and the log shows no path, query or password.
+    """
+    _remove_stale_metrics_directories()
+    config = Config.from_env()
+    if config.memory:
+        os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    else:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=_metrics_prefix())
+    if not config.tokens and not config.tokens_file:
+        path = run_token.make()
+        os.environ["PLANTSTORE_TOKENS_FILE"] = str(path)
+        server.log.info(
+            "plantstore: no token configured; this run accepts the one in %s (readable only by "
+            "this user); set PLANTSTORE_TOKENS or PLANTSTORE_TOKENS_FILE to choose your own",
+            path,
+        )
+    for number, url in enumerate(config.webhook_urls, start=1):
+        server.log.info(
+            "plantstore: PLANTSTORE_WEBHOOK_URLS's URL %d is %s", number, subscriber(url).name
+        )
+
+
+def _metrics_prefix() -> str:
+    return f"{METRICS_PREFIX}{os.getpid()}-"
+
+
+def _remove_stale_metrics_directories() -> None:
+    """Remove this user's metrics directories whose master is gone: killed, it left its own."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{METRICS_PREFIX}*-*"):
+        pid = directory.name.removeprefix(METRICS_PREFIX).partition("-")[0]
+        if pid.isdigit() and directory.stat().st_uid == os.getuid() and not _running(int(pid)):
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def post_fork(server, worker):
+    """Open this worker's store and deliverer, with the settings the master started with.
+
+    A memory-store worker that replaces an earlier one warns that it starts with no plants. The
+    master counts the workers it forks (`worker.age`); a second one, after SIGHUP or a worker
+    that died or stopped answering, has lost every plant the first one kept, while the service
+    answers on, so an id can then take other content.
+    """
+    if worker.age > 1 and Config.from_env().memory:
+        server.log.warning(
+            "plantstore: this worker starts with an empty memory store: the plants kept by "
+            "the worker before it are gone"
+        )
+    if _runtime is None:  # else the app was preloaded, on a runtime the master opened
+        _open_runtime(Config.from_env(), worker.cfg)
+
+
+def _open_runtime(config: Config, settings) -> None:
+    """Open the process's runtime, for a worker with gunicorn's `settings`.
+
+    Imported here, in the worker: the runtime imports prometheus_client, which must first be
+    imported after `when_ready` named its directory.
+    """
+    from plantstore.runtime import Runtime
+
+    global _runtime
+    config = replace(config, forwarded_allow_ips=tuple(settings.forwarded_allow_ips))
+    _runtime = Runtime(config, threads=settings.threads)
+
+
+def worker_app():
+    """The app this worker serves (gunicorn's `wsgi_app`), on the runtime `post_fork` opened.
+
+    Loaded outside a worker (`gunicorn --check-config`, `--print-config`, or `--preload` in the
+    master), it is built on a runtime of its own, as for a worker of gunicorn's defaults, once
+    the settings are checked as a start checks them.
+    """
+    from gunicorn.config import Config as GunicornConfig  # which reads the environment
+
+    from plantstore.app import create_app
+
+    if _runtime is None:
+        _open_runtime(_checked_settings(), GunicornConfig())
+    return create_app(_runtime.config, _runtime.store)
+
+
+def post_worker_init(worker):
+    """The app is loaded: start delivering this worker's events."""
+    _runtime.start()
+
+
+def worker_exit(server, worker):
+    """Stop delivering, let attempts under way end, and close the worker's store."""
+    _runtime.close()
+
+
+def post_request(worker, req, environ, resp):
+    """The request is done: what this thread logs next concerns no request, until the next one."""
+    current_request_id.set("-")
+
+
+def child_exit(server, worker):
+    """A dead worker's live gauges (requests in flight) go; its counts stay in the scrape."""
+    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    """Remove what the run made for itself: a token file, and the metrics' directory."""
+    run_token.remove()
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+    if Path(directory).name.startswith(_metrics_prefix()):
+        shutil.rmtree(directory, ignore_errors=True)

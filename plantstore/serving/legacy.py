@@ -1,0 +1,67 @@
+"""The `GUNICORN_*` variables that 1.2 read itself, still read in 1.3, and gone after it.
+
+Each sets a gunicorn setting, which gunicorn takes on its command line or in
+`GUNICORN_CMD_ARGS` now: those still win over these, as they won over the variables before.
+"""
+
+import sys
+from collections.abc import Mapping
+
+from plantstore.config import ConfigError, env_int
+
+#: The longest request line and the most header fields gunicorn honours: it silently takes a
+#: larger setting as these (`gunicorn.http.message.MAX_REQUEST_LINE`, `MAX_HEADERS`).
+MAX_REQUEST_LINE = 8190
+MAX_REQUEST_FIELDS = 32768
+
+#: Each variable: the setting it sets, gunicorn's flag for it, and the values 1.2 accepted.
+VARIABLES = {
+    "GUNICORN_THREADS": ("threads", "--threads", 1, None),
+    "GUNICORN_TIMEOUT": ("timeout", "--timeout", 1, None),
+    "GUNICORN_GRACEFUL_TIMEOUT": ("graceful_timeout", "--graceful-timeout", 0, None),
+    "GUNICORN_KEEPALIVE": ("keepalive", "--keep-alive", 0, None),
+    "GUNICORN_LIMIT_REQUEST_LINE": (
+        "limit_request_line",
+        "--limit-request-line",
+        0,
+        MAX_REQUEST_LINE,
+    ),
+    "GUNICORN_LIMIT_REQUEST_FIELDS": (
+        "limit_request_fields",
+        "--limit-request-fields",
+        1,
+        MAX_REQUEST_FIELDS,
+    ),
+    "GUNICORN_LIMIT_REQUEST_FIELD_SIZE": (
+        "limit_request_field_size",
+        "--limit-request-field_size",
+        1,
+        None,
+    ),
+}
+
+
+def settings(environ: Mapping[str, str]) -> dict[str, int]:
+    """The gunicorn settings the variables set in `environ` ask for.
+
+    Each set is named in one warning line on stderr, with the flag that replaces it.
+
+    Raises:
+        SystemExit: one of them is not a number it accepts, said in one line as 1.2 said it.
+    """
+    found = {name: VARIABLES[name] for name in VARIABLES if environ.get(name, "").strip()}
+    try:
+        taken = {
+            setting: env_int(environ, name, 0, minimum, maximum)
+            for name, (setting, _, minimum, maximum) in found.items()
+        }
+    except ConfigError as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
+    if found:
+        replaced = ", ".join(f"{name} by {flag}" for name, (_, flag, _, _) in found.items())
+        print(
+            "plantstore: the GUNICORN_* variables go after 1.3; put gunicorn's own flags in "
+            f"GUNICORN_CMD_ARGS or on its command line instead: {replaced}",
+            file=sys.stderr,
+        )
+    return taken
