@@ -215,8 +215,9 @@ def test_the_list_tells_that_a_page_holds_a_mebibyte_at_most(document):
     assert "1 MiB" in document["components"]["headers"]["Link"]["description"]
 
 
-#: Routes for people, not for clients: the docs page and its files (see tests/test_docs_page.py).
-UNDESCRIBED = {"/docs", "/docs/{id}"}
+#: Routes for people, not for clients: the docs page, its address with a slash, and its files
+#: (see tests/test_docs_page.py).
+UNDESCRIBED = {"/docs", "/docs/", "/docs/{id}"}
 
 
 def test_every_route_of_the_app_is_described(app, document):
