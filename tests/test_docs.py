@@ -13,6 +13,8 @@ README = (ROOT / "README.md").read_text()
 #: The pages whose examples run, in the order a reader meets them: the README's continue the
 #: Quick start's, and docs/interface.md's continue the README's.
 EXAMPLE_PAGES = (README, (ROOT / "docs/interface.md").read_text())
+#: Every page of the project's documentation.
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench/README.md")
 
 
 def section_commands(title: str) -> list[str]:
@@ -93,3 +95,11 @@ def test_the_readmes_examples_answer_what_they_show_pasted_as_they_are(tmp_path)
                 assert headers.get(name) == value, (command, name)
     finally:
         server.stop()
+
+
+def test_no_page_shows_a_picture():
+    """A picture of the service goes stale with the next change, and no test would notice (the
+    one of `/docs` showed it before `PUT`): the pages say in words what tests check."""
+    for page in PAGES:
+        assert not re.findall(r"!\[[^]]*\]\(([^)]+)\)", page.read_text()), page
+    assert {path.suffix for path in (ROOT / "docs").iterdir()} == {".md"}

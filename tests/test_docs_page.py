@@ -9,7 +9,6 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from plantstore.api.docs import PAGE, PAGE_FILES, swagger_ui_assets
-from tests.gunicorn_server import ROOT
 from tests.test_read_list_delete import assert_head_answers_as_get
 
 
@@ -160,12 +159,3 @@ def test_the_document_leaves_the_page_out(anonymous):
     """The page is for people: a client generated from the document has no use for it."""
     paths = anonymous.simulate_get("/openapi.json").json["paths"]
     assert not [path for path in paths if path.startswith("/docs")]
-
-
-def test_the_readme_shows_the_pages_picture():
-    """The picture `tests/docs_screenshot.py` takes is in the repository, and small."""
-    pictures = re.findall(r"!\[[^]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text())
-    assert "docs/swagger-ui.png" in pictures
-    data = (ROOT / "docs/swagger-ui.png").read_bytes()
-    assert data.startswith(b"\x89PNG\r\n\x1a\n")
-    assert len(data) < 400_000
