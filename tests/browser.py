@@ -76,12 +76,3 @@ def open_docs(driver: WebDriver, url: str, patience: float) -> None:
     )
     errors = driver.find_elements(By.CSS_SELECTOR, ".errors-wrapper")
     assert not errors, errors[0].text
-
-
-def save_whole_page(driver: WebDriver, path: Path, width: int = 1280) -> None:
-    """Save the whole page as a PNG `width` pixels wide, as tall as the page is."""
-    page, chrome = driver.execute_script(
-        "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight]"
-    )
-    driver.set_window_size(width, page + chrome)
-    driver.save_screenshot(str(path))

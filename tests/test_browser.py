@@ -15,7 +15,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as shown
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser import open_docs, save_whole_page
+from tests.browser import open_docs
 from tests.gunicorn_server import GunicornServer, send, server_environ
 from tests.nginx_proxy import NginxProxy
 
@@ -93,9 +93,7 @@ def create_from_the_page(driver, token: str, plant: dict) -> tuple[str, str]:
     return status.text, body.text
 
 
-def test_the_page_shows_the_title_and_every_operation_from_the_service_alone(
-    browser, gunicorn, tmp_path
-):
+def test_the_page_shows_the_title_and_every_operation_from_the_service_alone(browser, gunicorn):
     base = f"http://127.0.0.1:{gunicorn.port}"
     open_docs(browser, f"{base}/docs", PATIENCE)
 
@@ -125,12 +123,6 @@ def test_the_page_shows_the_title_and_every_operation_from_the_service_alone(
     assert f"{base}/openapi.json" in loaded
     assert f"{base}/docs/swagger-ui-bundle.js" in loaded
     assert all(url.startswith(f"{base}/") for url in loaded), loaded
-
-    # What tests/docs_screenshot.py writes for the README: a PNG of a few hundred KB at most.
-    picture = tmp_path / "docs.png"
-    save_whole_page(browser, picture)
-    assert picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert 20_000 < picture.stat().st_size < 400_000
 
 
 def test_trying_post_plants_with_a_token_from_the_page_creates_the_plant(browser, gunicorn):

@@ -1,19 +1,22 @@
-"""The README tells the truth: CI runs its test command, it names every setting, and its
-examples paste as they are."""
+"""The README and docs/*.md tell the truth: CI runs the README's test command, it names every
+setting, the examples paste as they are, and so do docs/*.md's commands."""
 
 import re
 import shlex
 import subprocess
+from typing import NamedTuple
 
 import pytest
 
 from plantstore.serving import legacy
-from tests.gunicorn_server import PLANTSTORE, ROOT, GunicornServer, server_environ
+from tests.gunicorn_server import PLANTSTORE, ROOT, GunicornServer, run_to_exit, server_environ
 
 README = (ROOT / "README.md").read_text()
 #: The pages whose examples run, in the order a reader meets them: the README's continue the
 #: Quick start's, and docs/interface.md's continue the README's.
 EXAMPLE_PAGES = (README, (ROOT / "docs/interface.md").read_text())
+#: Every page of the project's documentation.
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench/README.md")
 
 
 def section_commands(title: str) -> list[str]:
@@ -99,3 +102,114 @@ def test_the_readmes_examples_answer_what_they_show_pasted_as_they_are(tmp_path)
                 assert headers.get(name) == value, (command, name)
     finally:
         server.stop()
+
+
+def test_no_page_shows_a_picture():
+    """A picture of the service goes stale with the next change, and no test would notice (the
+    one of `/docs` showed it before `PUT`): the pages say in words what tests check."""
+    for page in PAGES:
+        assert not re.findall(r"!\[[^]]*\]\(([^)]+)\)", page.read_text()), page
+    assert {path.suffix for path in (ROOT / "docs").iterdir()} == {".md"}
+
+
+#: What a command of docs/*.md may need that CI lacks, named by a comment right above its block
+#: (`<!-- needs: a quiet machine for half an hour -->`); such a command is not run. The comment
+#: does not show: the page says it in words too. Each reason is one a page gives.
+NEEDS = frozenset({"a quiet machine for half an hour"})
+
+
+class Does(NamedTuple):
+    """What a command of docs/*.md does, as its page says.
+
+    Its commands before `serve` exit 0 and print `prints`; `serve` boots `workers` workers, if
+    given, and answers 200 to `GET path` sent with `headers`, with `answers` among its headers.
+    """
+
+    prints: str = ""
+    workers: int | None = None
+    path: str = "/healthz"
+    headers: dict[str, str] | None = None
+    answers: dict[str, str] | None = None
+
+
+#: Every command of docs/*.md that needs nothing CI lacks, as its page writes it, and what it does.
+DOCS_COMMANDS = {
+    "PLANTSTORE_STORE=sqlite:///plants.db .venv/bin/plantstore check && "
+    "PLANTSTORE_STORE=sqlite:///plants.db .venv/bin/plantstore serve": Does(
+        prints="plantstore: ok: the sqlite store is ready", path="/readyz"
+    ),
+    "PLANTSTORE_STORE=sqlite:///plants.db .venv/bin/plantstore serve --bind 0.0.0.0:9000 "
+    "--workers 4": Does(workers=4, path="/readyz"),
+    "PLANTSTORE_CORS_ORIGINS=https://shop.example,http://localhost:5173 "
+    ".venv/bin/plantstore serve": Does(
+        headers={"Origin": "http://localhost:5173"},
+        answers={"access-control-allow-origin": "http://localhost:5173"},
+    ),
+}
+
+
+def docs_commands() -> list[tuple[str, str]]:
+    """Each line of the ```sh blocks of docs/*.md, with what the comment above its block says it
+    needs (`""`: nothing)."""
+    found = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        blocks = re.findall(
+            r"^(?:<!-- needs: (.+) -->\n)?```sh\n(.*?)^```",
+            page.read_text(),
+            flags=re.MULTILINE | re.DOTALL,
+        )
+        found += [(line, needs) for needs, block in blocks for line in block.splitlines()]
+    return found
+
+
+def test_every_command_of_the_docs_is_run_or_needs_what_ci_lacks():
+    commands = docs_commands()
+    assert {needs for _, needs in commands if needs} == NEEDS
+    assert sorted(line for line, needs in commands if not needs) == sorted(DOCS_COMMANDS)
+
+
+def pasted(command: str) -> tuple[dict[str, str], list[str]]:
+    """The environment a command of the docs sets, and the arguments it gives `plantstore`."""
+    words = shlex.split(command)
+    environ = {}
+    while "=" in words[0]:
+        name, _, value = words.pop(0).partition("=")
+        environ[name] = value
+    program, *arguments = words
+    assert program == ".venv/bin/plantstore", command
+    return environ, arguments
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", DOCS_COMMANDS)
+def test_each_command_of_the_docs_does_what_its_page_says(line, tmp_path):
+    """Run in a directory of its own, as pasted there, `serve` on a free port of loopback in
+    place of the address it names."""
+    does = DOCS_COMMANDS[line]
+    *printing, serving = line.split(" && ")
+    printed = ""
+    for command in printing:
+        environ, arguments = pasted(command)
+        done = run_to_exit(*arguments, command=[PLANTSTORE], cwd=tmp_path, **environ)
+        assert done.returncode == 0, done.stderr
+        printed += done.stdout + done.stderr
+    assert does.prints in printed
+
+    environ, (verb, *arguments) = pasted(serving)
+    assert verb == "serve"
+    if "--bind" in arguments:
+        at = arguments.index("--bind")
+        del arguments[at : at + 2]
+    server = GunicornServer(
+        server_environ(**environ), *arguments, command=(PLANTSTORE, "serve"), cwd=tmp_path
+    )
+    try:
+        if does.workers:
+            server.wait_for_stderr(rf"(?s)(Booting worker.*){{{does.workers}}}")
+        status, headers, _ = server.request("GET", does.path, headers=does.headers)
+    finally:
+        _, errors = server.stop()
+    assert status == 200
+    answered = {name.lower(): value for name, value in headers.items()}
+    assert answered.items() >= (does.answers or {}).items()
+    assert "Traceback" not in errors

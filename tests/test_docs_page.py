@@ -9,7 +9,6 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from plantstore.api.docs import PAGE, PAGE_FILES, swagger_ui_assets
-from tests.gunicorn_server import ROOT
 from tests.test_read_list_delete import assert_head_answers_as_get
 
 
@@ -68,6 +67,20 @@ def test_every_url_of_the_page_is_served_beside_it_under_a_prefix(anonymous, pre
     assert document["openapi"] == "3.1.0"
 
 
+@pytest.mark.parametrize("prefix", ["", "/plantstore", "/a/b"])
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_the_page_with_a_slash_redirects_to_the_page_under_any_prefix(anonymous, prefix, method):
+    """`/docs/`, as people type it, is the page's address for good, wherever it is mounted."""
+    result = anonymous.simulate_request(method, "/docs/", extras={"SCRIPT_NAME": prefix})
+    assert result.status_code == 301
+    target = urljoin(f"http://plants.example{prefix}/docs/", result.headers["location"])
+    assert target == f"http://plants.example{prefix}/docs"
+    page = anonymous.simulate_get(
+        urlsplit(target).path.removeprefix(prefix), extras={"SCRIPT_NAME": prefix}
+    )
+    assert page.text == PAGE
+
+
 @pytest.mark.parametrize(
     ("name", "content_type"),
     [
@@ -94,7 +107,7 @@ def test_only_the_files_the_page_loads_are_served(anonymous):
             assert anonymous.simulate_request(method, f"/docs/{name}").status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/docs", "/docs/swagger-ui.css", "/docs/nothing.js"])
+@pytest.mark.parametrize("path", ["/docs", "/docs/", "/docs/swagger-ui.css", "/docs/nothing.js"])
 def test_head_answers_what_get_would_without_the_body(anonymous, path):
     assert_head_answers_as_get(anonymous, path)
 
@@ -108,7 +121,7 @@ def test_head_of_an_asset_leaves_no_file_open(anonymous):
 
 
 @pytest.mark.parametrize(
-    "path", ["/docs/nothing.js", "/docs/", "/docs/..%2Fsetup.cfg", "/docs/index.j2.missing"]
+    "path", ["/docs/nothing.js", "/docs/..%2Fsetup.cfg", "/docs/index.j2.missing"]
 )
 def test_a_file_that_is_not_there_is_404_with_the_error_body(anonymous, path):
     result = anonymous.simulate_get(path)
@@ -119,7 +132,7 @@ def test_a_file_that_is_not_there_is_404_with_the_error_body(anonymous, path):
 
 
 @pytest.mark.parametrize(
-    "path", ["/docs/nothing.js", "/docs/", "/docs/..%2Fsetup.cfg", "/docs/index.j2.missing"]
+    "path", ["/docs/nothing.js", "/docs/..%2Fsetup.cfg", "/docs/index.j2.missing"]
 )
 def test_options_on_a_file_that_is_not_there_is_404_as_get_is(anonymous, path):
     result = anonymous.simulate_options(path)
@@ -127,14 +140,14 @@ def test_options_on_a_file_that_is_not_there_is_404_as_get_is(anonymous, path):
     assert result.json["error"] == 404
 
 
-@pytest.mark.parametrize("path", ["/docs", "/docs/swagger-ui.css"])
+@pytest.mark.parametrize("path", ["/docs", "/docs/", "/docs/swagger-ui.css"])
 def test_options_on_a_file_that_is_there_lists_its_methods(anonymous, path):
     result = anonymous.simulate_options(path)
     assert (result.status_code, result.text) == (204, "")
     assert result.headers["allow"] == "GET, HEAD, OPTIONS"
 
 
-@pytest.mark.parametrize("path", ["/docs", "/docs/swagger-ui.css"])
+@pytest.mark.parametrize("path", ["/docs", "/docs/", "/docs/swagger-ui.css"])
 def test_other_methods_are_405_naming_get_and_head(client, path):
     result = client.simulate_post(path, json={"id": 1, "name": "fern"})
     assert result.status_code == 405
@@ -146,12 +159,3 @@ def test_the_document_leaves_the_page_out(anonymous):
     """The page is for people: a client generated from the document has no use for it."""
     paths = anonymous.simulate_get("/openapi.json").json["paths"]
     assert not [path for path in paths if path.startswith("/docs")]
-
-
-def test_the_readme_shows_the_pages_picture():
-    """The picture `tests/docs_screenshot.py` takes is in the repository, and small."""
-    pictures = re.findall(r"!\[[^]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text())
-    assert "docs/swagger-ui.png" in pictures
-    data = (ROOT / "docs/swagger-ui.png").read_bytes()
-    assert data.startswith(b"\x89PNG\r\n\x1a\n")
-    assert len(data) < 400_000

@@ -1,6 +1,7 @@
 """`/metrics`: what each metric counts, labels that stay bounded, and who may read them."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -588,3 +589,19 @@ def test_a_start_removes_the_metrics_directories_of_masters_that_are_gone(tmp_pa
         assert running.exists()
     finally:
         server.stop()
+
+
+def test_the_operations_page_lists_every_metric_and_only_those(worker_app, sqlite_url):
+    """docs/operations.md's table, row by row: each metric a scrape has, with its type.
+
+    A durable store's app, whose commits are counted too."""
+    app = worker_app(Config(tokens=frozenset({TOKEN}), store_url=sqlite_url))
+    client = falcon.testing.TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"})
+    result = client.simulate_get("/metrics")
+    scraped = {
+        family.name + ("_total" if family.type == "counter" else ""): family.type
+        for family in text_string_to_metric_families(result.text)
+    }
+    section = (ROOT / "docs/operations.md").read_text().split("\n## Metrics\n")[1].split("\n## ")[0]
+    table = dict(re.findall(r"^\| `(\w+)` \| (\w+) \|", section, flags=re.MULTILINE))
+    assert table == scraped

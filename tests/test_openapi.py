@@ -2,11 +2,16 @@
 
 import re
 from datetime import UTC
+from urllib.parse import quote
 
 import orjson
 import pytest
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 
+from plantstore.api.openapi import EXAMPLES, FERN, SCHEMA_EXAMPLES, TREE_FERN
 from plantstore.api.schemas import (
     MAX_PAGE_BYTES,
     ErrorSchema,
@@ -16,7 +21,7 @@ from plantstore.api.schemas import (
     PlantDeletedSchema,
     PlantSchema,
 )
-from plantstore.core.events import plant_created, plant_deleted
+from plantstore.core.events import plant_created, plant_deleted, plant_updated
 
 
 @pytest.fixture
@@ -210,8 +215,9 @@ def test_the_list_tells_that_a_page_holds_a_mebibyte_at_most(document):
     assert "1 MiB" in document["components"]["headers"]["Link"]["description"]
 
 
-#: Routes for people, not for clients: the docs page and its files (see tests/test_docs_page.py).
-UNDESCRIBED = {"/docs", "/docs/{id}"}
+#: Routes for people, not for clients: the docs page, its address with a slash, and its files
+#: (see tests/test_docs_page.py).
+UNDESCRIBED = {"/docs", "/docs/", "/docs/{id}"}
 
 
 def test_every_route_of_the_app_is_described(app, document):
@@ -318,3 +324,126 @@ def test_the_events_sent_are_what_their_schemas_declare(event, schema, data):
     assert loaded["timestamp"].tzinfo == UTC
     assert abs(loaded["timestamp"].timestamp() - event.created_at) < 0.001
     assert orjson.loads(event.body)["timestamp"].endswith("Z")
+
+
+def examples_in(node, pointer=""):
+    """Every example in the document, with the JSON pointer of the schema it must fit: a
+    schema's own `examples` (a list), and a media type's (Example Objects by name)."""
+    if isinstance(node, dict):
+        assert "example" not in node, f"{pointer}: `example`, where OpenAPI 3.1 has `examples`"
+        examples = node.get("examples")
+        if isinstance(examples, list):
+            yield from ((example, pointer) for example in examples)
+        elif isinstance(examples, dict):
+            yield from ((shown["value"], f"{pointer}/schema") for shown in examples.values())
+        for key, value in node.items():
+            if key != "examples":
+                escaped = key.replace("~", "~0").replace("/", "~1")
+                yield from examples_in(value, f"{pointer}/{escaped}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from examples_in(value, f"{pointer}/{index}")
+
+
+def misfits(document) -> list[str]:
+    """The schemas, by JSON pointer, that one of their examples does not fit."""
+    registry = Registry().with_resource("urn:openapi", DRAFT202012.create_resource(document))
+    return [
+        pointer
+        for example, pointer in examples_in(document)
+        if not Draft202012Validator(
+            {"$ref": f"urn:openapi#{quote(pointer, safe='/~')}"}, registry=registry
+        ).is_valid(example)
+    ]
+
+
+def test_every_example_fits_its_schema(document):
+    assert misfits(document) == []
+    assert len(list(examples_in(document))) == len(SCHEMA_EXAMPLES) + len(EXAMPLES) + sum(
+        example.body is not None and example.status != 400 for example in EXAMPLES
+    )
+
+
+def test_an_example_that_does_not_fit_is_found(document):
+    """The check validates, through `$ref`s, rather than pass what it is given."""
+    document["components"]["schemas"]["NewPlant"]["examples"] = [{"id": "one", "name": "fern"}]
+    answer = document["paths"]["/plants/{id}"]["put"]["responses"]["412"]
+    (shown, *_) = answer["content"]["application/json"]["examples"].values()
+    shown["value"] = {"error": "412", "message": "Plant 1 is not as If-Match requires."}
+    assert set(misfits(document)) == {
+        "/components/schemas/NewPlant",
+        "/paths/~1plants~1{id}/put/responses/412/content/application~1json/schema",
+    }
+
+
+def media_examples(document) -> dict[tuple[str, str, str], object]:
+    """Every example of the operations, by operation, where (`request` or a status) and name."""
+    found = {}
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            described = {"request": operation.get("requestBody", {})}
+            described |= {
+                status: response(document, r) for status, r in operation["responses"].items()
+            }
+            for where, part in described.items():
+                for name, shown in (
+                    part.get("content", {}).get("application/json", {}).get("examples", {}).items()
+                ):
+                    found[operation["operationId"], where, name] = shown["value"]
+    return found
+
+
+def test_the_plants_operations_show_the_readmes_session(document):
+    shown = media_examples(document)
+    assert {operation for operation, _, _ in shown} == {
+        "addPlant",
+        "listPlants",
+        "getPlant",
+        "updatePlant",
+        "deletePlant",
+    }
+    assert shown["addPlant", "request", "ivy"] == {"id": 1, "name": "ivy"}
+    assert (
+        shown["addPlant", "409", "ivy"]["message"] == "Plant 1 already exists with other content."
+    )
+    assert {where for _, where, _ in shown} >= {"request", "200", "201", "400", "404", "409", "412"}
+    assert set(document["components"]["schemas"]) == set(SCHEMA_EXAMPLES)
+    for schema in document["components"]["schemas"].values():
+        assert len(schema["examples"]) == 1
+
+
+def test_every_example_answer_is_what_the_app_answers_its_request(client, document):
+    """The examples are a session: sent in turn to a new app, each request gets exactly the
+    answer the document shows for it, and the document shows no other."""
+    operations = {
+        operation["operationId"]: (method, path)
+        for path, methods in document["paths"].items()
+        for method, operation in methods.items()
+    }
+    expected = {}
+    for example in EXAMPLES:
+        method, template = operations[example.operation]
+        assert re.fullmatch(re.sub(r"{\w+}", "[^/]+", template), example.path), example
+        result = client.simulate_request(
+            method.upper(), example.path, json=example.body, headers=example.headers
+        )
+        assert (result.status_code, result.json) == (example.status, example.answer), example
+        expected[example.operation, str(example.status), example.name] = example.answer
+        if example.body is not None and example.status != 400:
+            expected[example.operation, "request", example.name] = example.body
+    assert media_examples(document) == expected
+
+
+@pytest.mark.parametrize(
+    ("schema", "event"),
+    [
+        ("PlantCreated", plant_created(1, orjson.dumps(FERN))),
+        ("PlantUpdated", plant_updated(1, orjson.dumps(TREE_FERN))),
+        ("PlantDeleted", plant_deleted(2)),
+    ],
+)
+def test_the_events_examples_are_what_the_service_sends(document, schema, event):
+    """But for the time it was sent."""
+    (example,) = document["components"]["schemas"][schema]["examples"]
+    sent = orjson.loads(event.body)
+    assert sent | {"timestamp": example["timestamp"]} == example

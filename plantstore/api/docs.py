@@ -74,6 +74,21 @@ class DocsPage:
     on_head = on_get
 
 
+class DocsSlash:
+    """`/docs/`, as people type it: a permanent redirect to the page, `/docs`.
+
+    `Location` is relative, `../docs`: from `<prefix>/docs/` a client resolves it to
+    `<prefix>/docs` whatever the prefix (`docs` alone would be `<prefix>/docs/docs`).
+    """
+
+    auth_required = False
+
+    def on_get(self, req, resp):
+        raise falcon.HTTPMovedPermanently("../docs")
+
+    on_head = on_get
+
+
 class DocsAssets:
     """`/docs/{name}`: Swagger UI's files, served by Falcon's own `StaticRoute`.
 
@@ -116,4 +131,5 @@ def _served(name: str) -> None:
 def add_docs(app: falcon.App) -> None:
     """Serve the page at `/docs` and Swagger UI's files beside it, under `/docs/`."""
     app.add_route("/docs", DocsPage())
+    app.add_route("/docs/", DocsSlash())
     app.add_route("/docs/{name}", DocsAssets(swagger_ui_assets()))
