@@ -11,8 +11,14 @@ from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
 from plantstore.serving.server_config import read_all
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
-from tests.gunicorn_server import ROOT
-from tests.nginx_proxy import SITE, unit_gunicorn_settings, unit_settings
+from tests.nginx_proxy import (
+    DEBIAN_NGINX,
+    SITE,
+    readme_deployment,
+    readme_nginx_steps,
+    unit_gunicorn_settings,
+    unit_settings,
+)
 
 NGINX_SIZE = re.compile(r"(\d+)([km]?)")
 
@@ -163,12 +169,6 @@ def test_gunicorn_behind_the_site_never_refuses_a_head_that_nginx_passes_on():
     assert buffers * size // 4 + len(FORWARDED) + 2 <= server.limit_request_fields
 
 
-def how_to() -> str:
-    """The README's commands that install the unit and the site."""
-    readme = (ROOT / "README.md").read_text()
-    return readme.split("## Behind nginx", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
-
-
 def test_the_unit_and_the_site_meet_on_one_socket():
     command = unit_settings()["ExecStart"].split()
     bind = command[command.index("--bind") + 1]
@@ -176,10 +176,23 @@ def test_the_unit_and_the_site_meet_on_one_socket():
 
 
 def test_the_readmes_how_to_puts_everything_where_the_unit_looks_for_it():
-    unit, commands = unit_settings(), how_to()
+    unit, commands = unit_settings(), readme_deployment()
     assert f"useradd --system --home-dir /var/lib/{unit['User']} " in commands
     assert f"cp -r . {unit['WorkingDirectory']} && cd {unit['WorkingDirectory']}" in commands
     assert unit["ExecStart"].startswith(f"{unit['WorkingDirectory']}/.venv/bin/plantstore serve")
     assert f"/dev/stdin {unit['PLANTSTORE_TOKENS_FILE']}\n" in commands
     assert f"$(cat {unit['PLANTSTORE_TOKENS_FILE']})" in commands
     assert unit["PLANTSTORE_STORE"] == f"sqlite:////var/lib/{unit['StateDirectory']}/plants.db"
+
+
+def test_the_site_is_the_default_server_of_its_port():
+    """What nginx refuses before it has read a Host is then the site's to answer."""
+    assert setting("listen") == "80 default_server"
+
+
+def test_the_readmes_how_to_removes_debians_default_site_before_nginx_checks_the_site():
+    """Debian's default site is port 80's default server too: `nginx -t` would fail."""
+    commands = readme_deployment().splitlines()
+    removal = f"rm -f {DEBIAN_NGINX}/sites-enabled/default"
+    assert removal in readme_nginx_steps()
+    assert commands.index(removal) < commands.index("nginx -t && systemctl reload nginx")

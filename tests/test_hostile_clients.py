@@ -13,7 +13,7 @@ import pytest
 
 from plantstore.api.docs import swagger_ui_assets
 from tests.gunicorn_server import TOO_LARGE
-from tests.nginx_proxy import SITE, Deployment
+from tests.nginx_proxy import Deployment, site_seconds
 from tests.raw_http import Answer, parse_answers, read_answer, read_until_closed, request_head
 
 pytestmark = pytest.mark.slow
@@ -32,10 +32,6 @@ SECRET = "s3cret-in-a-header"
 MALFORMED = {"error": 400, "message": "The request is malformed."}
 #: The X-Request-ID of requests nginx must never pass on: gunicorn's access log would show it.
 NEVER_PASSED = "never-passed-on"
-
-
-def site_seconds(name: str) -> int:
-    return int(re.search(rf"^\s*{name} (\d+)s;", SITE.read_text(), re.MULTILINE)[1])
 
 
 def connect(edge, timeout: float = PATIENCE) -> socket.socket:
