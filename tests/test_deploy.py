@@ -196,3 +196,16 @@ def test_the_readmes_how_to_removes_debians_default_site_before_nginx_checks_the
     removal = f"rm -f {DEBIAN_NGINX}/sites-enabled/default"
     assert removal in readme_nginx_steps()
     assert commands.index(removal) < commands.index("nginx -t && systemctl reload nginx")
+
+
+def test_the_methods_the_site_passes_on_are_the_ones_the_service_answers():
+    """nginx refuses any other with the service's own 405: none that a path allows."""
+    (allowed,) = re.findall(
+        r"^\s*if \(\$request_method !~ \^\(([A-Z|]+)\)\$\) \{$", SITE.read_text(), re.M
+    )
+    client = service()
+    answered = set()
+    for path in client.simulate_get("/openapi.json").json["paths"]:
+        answer = client.simulate_options(path.replace("{id}", "1"))
+        answered |= set(answer.headers["allow"].split(", "))
+    assert set(allowed.split("|")) == answered

@@ -331,15 +331,6 @@ def test_trace_which_nginx_refuses_itself_is_answered_as_the_service_answers(
     assert answer.headers.get("allow") == allow
 
 
-def test_a_control_character_in_a_header_value_is_refused_by_gunicorn_repeating_nothing(edge):
-    """nginx passes it on; gunicorn refuses it, in its own words and HTML: they name the field,
-    not its value."""
-    raw = f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SECRET}\x01\r\n\r\n"
-    (answer,), _ = answers(edge, raw.encode())
-    assert answer.status == 400
-    assert SECRET.encode() not in answer.body
-
-
 def post_head(length: int, *extra: str) -> bytes:
     lines = ["POST /plants HTTP/1.1", "Host: x", "Content-Type: application/json", *extra]
     return ("\r\n".join([*lines, f"Content-Length: {length}", "Expect: 100-continue"])).encode()
