@@ -2,6 +2,8 @@
 
 import json
 import re
+import shlex
+import subprocess
 
 import falcon.testing
 
@@ -11,6 +13,7 @@ from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
 from plantstore.serving.server_config import read_all
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
+from tests.gunicorn_server import ROOT
 from tests.nginx_proxy import (
     DEBIAN_NGINX,
     SITE,
@@ -177,12 +180,40 @@ def test_the_unit_and_the_site_meet_on_one_socket():
 
 def test_the_readmes_how_to_puts_everything_where_the_unit_looks_for_it():
     unit, commands = unit_settings(), readme_deployment()
-    assert f"useradd --system --home-dir /var/lib/{unit['User']} " in commands
-    assert f"cp -r . {unit['WorkingDirectory']} && cd {unit['WorkingDirectory']}" in commands
-    assert unit["ExecStart"].startswith(f"{unit['WorkingDirectory']}/.venv/bin/plantstore serve")
+    home = f"/var/lib/{unit['StateDirectory']}"
+    assert f"useradd --system --home-dir {home} " in commands
+    assert unit["User"] == unit["StateDirectory"]
+    assert unit["WorkingDirectory"] == home
+    assert unit["PLANTSTORE_STORE"] == f"sqlite:///{home}/plants.db"
+    venv = unit["ExecStart"].removesuffix(" serve --bind unix:/run/plantstore/gunicorn.sock")
+    venv = venv.removesuffix("/bin/plantstore")
+    assert f"\n/usr/bin/python3 -m venv {venv} && {venv}/bin/pip install .\n" in commands
+    assert f"\n{venv}/bin/plantstore token | " in commands
     assert f"/dev/stdin {unit['PLANTSTORE_TOKENS_FILE']}\n" in commands
-    assert f"$(cat {unit['PLANTSTORE_TOKENS_FILE']})" in commands
-    assert unit["PLANTSTORE_STORE"] == f"sqlite:////var/lib/{unit['StateDirectory']}/plants.db"
+
+
+def test_the_readmes_how_to_copies_files_of_the_checkout_and_not_the_checkout():
+    """pip installs the project: a copy would take `.git`, the checkout's venv and caches."""
+    copies = re.findall(r"\bcp (.+?)(?= &&|$)", readme_deployment(), flags=re.M)
+    assert copies
+    for copy in copies:
+        *sources, _ = shlex.split(copy)
+        assert all((ROOT / source).is_file() for source in sources), copy
+
+
+def test_the_readmes_request_sends_the_first_token_of_the_file(tmp_path):
+    """The file holds a token a line: all of them would be no token at all."""
+    tokens_file = unit_settings()["PLANTSTORE_TOKENS_FILE"]
+    (request,) = [line for line in readme_deployment().splitlines() if line.startswith("curl ")]
+    (token,) = re.findall(r'"Authorization: Bearer (\$\([^)]*\))"', request)
+    (tmp_path / "tokens").write_text("first-token\nsecond-token\n")
+    expanded = subprocess.run(
+        ["bash", "-c", f'printf %s "{token.replace(tokens_file, str(tmp_path / "tokens"))}"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert expanded.stdout == "first-token"
 
 
 def test_the_site_is_the_default_server_of_its_port():
