@@ -93,3 +93,8 @@ def test_the_readmes_examples_answer_what_they_show_pasted_as_they_are(tmp_path)
                 assert headers.get(name) == value, (command, name)
     finally:
         server.stop()
+
+
+def test_the_readme_stays_under_20_kb():
+    """Reference detail lives in docs/: the README is what a user reads first."""
+    assert len(README.encode()) < 20_000
