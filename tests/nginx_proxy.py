@@ -91,6 +91,9 @@ class ForegroundNginx:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._socket = socket.create_server(("127.0.0.1", 0))
+        # As nginx makes its own: with more than one worker, the workers that lose the race
+        # to accept a connection must not wait in accept() for the next one (and past a stop).
+        self._socket.setblocking(False)
         self.port = self._socket.getsockname()[1]
 
     def start(self, *arguments: str) -> None:
