@@ -172,9 +172,10 @@ def lay_out_debian_nginx(directory: Path, upstream: str, port: int, steps: list[
     """Copy Debian's /etc/nginx into `directory`, apply `steps` to the copy (from a checkout
     whose site passes requests to `upstream`), and give back the copy's main configuration.
 
-    What a deployment on this machine would make different, and no more, is: servers on
-    `port` of loopback, not on 80; and nginx's own files (its pid, logs, temporary files, and
-    the user its workers run as) in `directory`, not in /run, /var and www-data's hands.
+    The copy differs from what the steps make of /etc/nginx only where a test must: its
+    servers listen on `port` of loopback, not on 80, and nginx keeps its pid, logs and
+    temporary files in `directory` and runs its workers as this user, not in /run and /var as
+    www-data.
     """
     etc = directory / "etc" / "nginx"
     shutil.copytree(DEBIAN_NGINX, etc, symlinks=True)

@@ -25,7 +25,7 @@ from tests.raw_http import answer_then_close, read_until_closed, request_head
 pytestmark = pytest.mark.slow
 
 TOKEN = "installed-token"
-#: A secret a client puts where it does not belong: no answer may repeat it.
+#: A secret a client puts where it does not belong: no answer or log line may repeat it.
 SECRET = "s3cret-in-a-request"
 
 
@@ -35,9 +35,10 @@ def edge(tmp_path_factory):
         tmp_path_factory.mktemp("installed"), nginx=DebianNginx, PLANTSTORE_TOKENS=TOKEN
     )
     yield running
-    nginx_log, _, errors = running.stop()
+    nginx_log, access, errors = running.stop()
     assert not re.search(r"\[(emerg|alert|crit)\]", nginx_log), nginx_log
     assert "Traceback" not in errors
+    assert SECRET not in nginx_log + access + errors
 
 
 def sites_error(status: int) -> dict:
