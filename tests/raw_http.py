@@ -34,6 +34,15 @@ def exchange(port: int, raw: bytes, timeout: float = 10) -> bytes:
         return read_until_closed(client)
 
 
+def answer_then_close(port: int, raw: bytes, timeout: float = 10) -> Answer:
+    """Send `raw` to 127.0.0.1:`port` and read the one answer the server sends before it
+    closes: to a request it refuses, or one that asks for `Connection: close`."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as client:
+        client.sendall(raw)
+        (answer,) = parse_answers(read_until_closed(client))
+    return answer
+
+
 def read_until_closed(client: socket.socket) -> bytes:
     """Everything the server sends until it closes; the socket's timeout bounds the wait."""
     chunks = []

@@ -15,6 +15,7 @@ from tests.gunicorn_server import (
     server_environ,
 )
 
+README = (ROOT / "README.md").read_text()
 ACCESS_LOG_LINE = re.compile(
     r'127\.0\.0\.1 request_id=\S+ "POST /plants" status=200 duration_us=\d+'
 )
@@ -143,9 +144,16 @@ def test_serve_help_is_gunicorns_whose_every_flag_serve_takes(tmp_path):
     assert re.search(r"^  --threads INT ", result.stdout, re.M)
 
 
-def test_a_start_that_cannot_bind_leaves_nothing_behind(tmp_path):
+def test_a_start_that_cannot_bind_says_what_the_readme_explains_and_leaves_nothing_behind(
+    tmp_path,
+):
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         result = run([PLANTSTORE, "serve", f"--bind=127.0.0.1:{port}"], tmp_path)
     assert result.returncode != 0
     assert list(tmp_path.iterdir()) == []
+    # gunicorn's own words, as the README's Troubleshooting quotes them.
+    said = [f"Connection in use: ('127.0.0.1', {port})", f"Can't connect to ('127.0.0.1', {port})"]
+    assert all(words in result.stderr for words in said), result.stderr
+    troubleshooting = README.split("\n## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
+    assert "- **`Connection in use` for 5 s, then `Can't connect to`**: " in troubleshooting

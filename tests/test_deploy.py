@@ -2,6 +2,8 @@
 
 import json
 import re
+import shlex
+import subprocess
 
 import falcon.testing
 from gunicorn.config import Config as GunicornConfig
@@ -12,7 +14,14 @@ from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT
-from tests.nginx_proxy import SITE, unit_gunicorn_flags, unit_settings
+from tests.nginx_proxy import (
+    DEBIAN_NGINX,
+    SITE,
+    readme_deployment,
+    readme_nginx_steps,
+    unit_gunicorn_flags,
+    unit_settings,
+)
 
 NGINX_SIZE = re.compile(r"(\d+)([km]?)")
 
@@ -167,12 +176,6 @@ def test_gunicorn_behind_the_site_never_refuses_a_head_that_nginx_passes_on():
     assert buffers * size // 4 + len(FORWARDED) + 2 <= server.limit_request_fields
 
 
-def how_to() -> str:
-    """The README's commands that install the unit and the site."""
-    readme = (ROOT / "README.md").read_text()
-    return readme.split("## Behind nginx", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
-
-
 def test_the_unit_and_the_site_meet_on_one_socket():
     command = unit_settings()["ExecStart"].split()
     bind = command[command.index("--bind") + 1]
@@ -180,10 +183,63 @@ def test_the_unit_and_the_site_meet_on_one_socket():
 
 
 def test_the_readmes_how_to_puts_everything_where_the_unit_looks_for_it():
-    unit, commands = unit_settings(), how_to()
-    assert f"useradd --system --home-dir /var/lib/{unit['User']} " in commands
-    assert f"cp -r . {unit['WorkingDirectory']} && cd {unit['WorkingDirectory']}" in commands
-    assert unit["ExecStart"].startswith(f"{unit['WorkingDirectory']}/.venv/bin/plantstore serve")
+    unit, commands = unit_settings(), readme_deployment()
+    home = f"/var/lib/{unit['StateDirectory']}"
+    assert f"useradd --system --home-dir {home} " in commands
+    assert unit["User"] == unit["StateDirectory"]
+    assert unit["WorkingDirectory"] == home
+    assert unit["PLANTSTORE_STORE"] == f"sqlite:///{home}/plants.db"
+    venv = unit["ExecStart"].partition(" serve ")[0].removesuffix("/bin/plantstore")
+    assert f"\n/usr/bin/python3 -m venv {venv} && {venv}/bin/pip install .\n" in commands
+    assert f"\n{venv}/bin/plantstore token | " in commands
     assert f"/dev/stdin {unit['PLANTSTORE_TOKENS_FILE']}\n" in commands
-    assert f"$(cat {unit['PLANTSTORE_TOKENS_FILE']})" in commands
-    assert unit["PLANTSTORE_STORE"] == f"sqlite:////var/lib/{unit['StateDirectory']}/plants.db"
+
+
+def test_the_readmes_how_to_copies_files_of_the_checkout_and_not_the_checkout():
+    """pip installs the project: a copy would take `.git`, the checkout's venv and caches."""
+    copies = re.findall(r"\bcp (.+?)(?= &&|$)", readme_deployment(), flags=re.M)
+    assert copies
+    for copy in copies:
+        *sources, _ = shlex.split(copy)
+        assert all((ROOT / source).is_file() for source in sources), copy
+
+
+def test_the_readmes_request_sends_the_first_token_of_the_file(tmp_path):
+    """The file holds a token a line: all of them would be no token at all."""
+    tokens_file = unit_settings()["PLANTSTORE_TOKENS_FILE"]
+    (request,) = [line for line in readme_deployment().splitlines() if line.startswith("curl ")]
+    (token,) = re.findall(r'"Authorization: Bearer (\$\([^)]*\))"', request)
+    (tmp_path / "tokens").write_text("first-token\nsecond-token\n")
+    expanded = subprocess.run(
+        ["bash", "-c", f'printf %s "{token.replace(tokens_file, str(tmp_path / "tokens"))}"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert expanded.stdout == "first-token"
+
+
+def test_the_site_is_the_default_server_of_its_port():
+    """What nginx refuses before it has read a Host is then the site's to answer."""
+    assert setting("listen") == "80 default_server"
+
+
+def test_the_readmes_how_to_removes_debians_default_site_before_nginx_checks_the_site():
+    """Debian's default site is port 80's default server too: `nginx -t` would fail."""
+    commands = readme_deployment().splitlines()
+    removal = f"rm -f {DEBIAN_NGINX}/sites-enabled/default"
+    assert removal in readme_nginx_steps()
+    assert commands.index(removal) < commands.index("nginx -t && systemctl reload nginx")
+
+
+def test_the_methods_the_site_passes_on_are_the_ones_the_service_answers():
+    """nginx refuses any other with the service's own 405: none that a path allows."""
+    (allowed,) = re.findall(
+        r"^\s*if \(\$request_method !~ \^\(([A-Z|]+)\)\$\) \{$", SITE.read_text(), re.M
+    )
+    client = service()
+    answered = set()
+    for path in client.simulate_get("/openapi.json").json["paths"]:
+        answer = client.simulate_options(path.replace("{id}", "1"))
+        answered |= set(answer.headers["allow"].split(", "))
+    assert set(allowed.split("|")) == answered

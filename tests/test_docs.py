@@ -213,3 +213,8 @@ def test_each_command_of_the_docs_does_what_its_page_says(line, tmp_path):
     answered = {name.lower(): value for name, value in headers.items()}
     assert answered.items() >= (does.answers or {}).items()
     assert "Traceback" not in errors
+
+
+def test_the_readme_stays_under_20_kb():
+    """Reference detail lives in docs/: the README is what a user reads first."""
+    assert len(README.encode()) < 20_000

@@ -13,7 +13,7 @@ import pytest
 
 from plantstore.api.docs import swagger_ui_assets
 from tests.gunicorn_server import TOO_LARGE
-from tests.nginx_proxy import SITE, Deployment
+from tests.nginx_proxy import Deployment, site_seconds
 from tests.raw_http import Answer, parse_answers, read_answer, read_until_closed, request_head
 
 pytestmark = pytest.mark.slow
@@ -32,10 +32,6 @@ SECRET = "s3cret-in-a-header"
 MALFORMED = {"error": 400, "message": "The request is malformed."}
 #: The X-Request-ID of requests nginx must never pass on: gunicorn's access log would show it.
 NEVER_PASSED = "never-passed-on"
-
-
-def site_seconds(name: str) -> int:
-    return int(re.search(rf"^\s*{name} (\d+)s;", SITE.read_text(), re.MULTILINE)[1])
 
 
 def connect(edge, timeout: float = PATIENCE) -> socket.socket:
@@ -333,15 +329,6 @@ def test_trace_which_nginx_refuses_itself_is_answered_as_the_service_answers(
     (answer,), _ = answers(edge, request_head("TRACE", path, headers) + body)
     assert (answer.status, answer.json()["error"]) == (status, status)
     assert answer.headers.get("allow") == allow
-
-
-def test_a_control_character_in_a_header_value_is_refused_by_gunicorn_repeating_nothing(edge):
-    """nginx passes it on; gunicorn refuses it, in its own words and HTML: they name the field,
-    not its value."""
-    raw = f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SECRET}\x01\r\n\r\n"
-    (answer,), _ = answers(edge, raw.encode())
-    assert answer.status == 400
-    assert SECRET.encode() not in answer.body
 
 
 def post_head(length: int, *extra: str) -> bytes:

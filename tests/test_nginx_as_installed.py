@@ -1,0 +1,161 @@
+"""Debian's nginx as the README's steps leave it: the package's own nginx.conf, the site beside
+what else it includes, Debian's default site removed. nginx answers what it refuses before it
+has read a Host, as well as after, with the site's JSON Error and within the site's bounds; it
+refuses in JSON what gunicorn would refuse in HTML, but for the one thing shown last."""
+
+import json
+import re
+import socket
+import time
+
+import pytest
+
+from tests.nginx_proxy import (
+    DEBIAN_NGINX,
+    SITE,
+    DebianNginx,
+    Deployment,
+    check_configuration,
+    lay_out_debian_nginx,
+    readme_nginx_steps,
+    site_seconds,
+)
+from tests.raw_http import answer_then_close, read_until_closed, request_head
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "installed-token"
+#: A secret a client puts where it does not belong: no answer or log line may repeat it.
+SECRET = "s3cret-in-a-request"
+
+
+@pytest.fixture(scope="module")
+def edge(tmp_path_factory):
+    running = Deployment(
+        tmp_path_factory.mktemp("installed"), nginx=DebianNginx, PLANTSTORE_TOKENS=TOKEN
+    )
+    yield running
+    nginx_log, access, errors = running.stop()
+    assert not re.search(r"\[(emerg|alert|crit)\]", nginx_log), nginx_log
+    assert "Traceback" not in errors
+    assert SECRET not in nginx_log + access + errors
+
+
+def sites_error(status: int) -> dict:
+    """The Error body of the site's own page for `status`."""
+    (body,) = re.findall(rf"^\s*return {status} '([^']*)';", SITE.read_text(), re.MULTILINE)
+    return json.loads(body)
+
+
+def test_the_readmes_steps_pass_nginx_t_which_fails_if_debians_default_site_stays(tmp_path):
+    """Both sites would be the default server of port 80: nginx says so, rather than answer
+    with Debian's site what it refuses before it has read a Host."""
+    steps = readme_nginx_steps()
+    (removal,) = [step for step in steps if f"{DEBIAN_NGINX}/sites-enabled/default" in step]
+    # nginx -t binds no port: any one will do.
+    port = 8080
+    installed = lay_out_debian_nginx(tmp_path / "as-written", "unix:/nowhere", port, steps)
+    assert check_configuration(installed).returncode == 0
+    steps.remove(removal)
+    beside = lay_out_debian_nginx(tmp_path / "beside-the-default", "unix:/nowhere", port, steps)
+    checked = check_configuration(beside)
+    assert checked.returncode != 0
+    assert f"a duplicate default server for 127.0.0.1:{port}" in checked.stderr
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"HELLO\r\n\r\n", 400),
+        (b"GET /healthz HTTP/2.0\r\nHost: plants.example\r\n\r\n", 505),
+        (b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\nHost: plants.example\r\n\r\n", 414),
+        (b"GET / HTTP/1.1\r\nX-Long: " + b"a" * 9000 + b"\r\nHost: plants.example\r\n\r\n", 431),
+        (b"GET /healthz HTTP/1.1\r\n\r\n", 400),
+    ],
+    ids=[
+        "a request line that is none",
+        "HTTP/2.0",
+        "a request line over the site's buffer, within Debian's",
+        "a header over the site's buffer, before the Host",
+        "no Host",
+    ],
+)
+def test_what_nginx_refuses_before_it_reads_a_host_is_the_sites_json_error(edge, raw, status):
+    answer = answer_then_close(edge.port, raw)
+    assert answer.status == status
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json() == sites_error(status)
+
+
+def test_a_head_that_stops_is_closed_after_the_sites_client_header_timeout(edge):
+    """Not Debian's default of 60 s: nginx closes it, without an answer."""
+    timeout = site_seconds("client_header_timeout")
+    with socket.create_connection(("127.0.0.1", edge.port), timeout=2 * timeout) as client:
+        client.sendall(b"G")
+        started = time.monotonic()
+        assert read_until_closed(client) == b""
+        held = time.monotonic() - started
+    assert timeout - 1 < held < timeout + 2
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "allow"),
+    [
+        ("ABCDEFGHIJKLMNOPQRSTU", "/healthz", 405, "GET, HEAD, OPTIONS"),
+        ("AB", "/healthz", 405, "GET, HEAD, OPTIONS"),
+        ("AB", "/nowhere", 404, None),
+        ("get", "/healthz", 400, None),
+    ],
+    ids=["21 letters", "2 letters", "2 letters, no such path", "lowercase"],
+)
+def test_a_method_the_service_does_not_answer_is_refused_in_json(edge, method, path, status, allow):
+    """By nginx: gunicorn would refuse a method of 21 or of 2 letters itself, in HTML."""
+    answer = answer_then_close(edge.port, request_head(method, path, {"Connection": "close"}))
+    assert answer.status == status
+    assert answer.json()["error"] == status
+    assert answer.headers.get("allow") == allow
+    assert method.encode() not in answer.body
+
+
+@pytest.mark.parametrize(
+    "method", ["GET", "TRACE", "AB"], ids=["GET", "TRACE, which nginx refuses", "2 letters"]
+)
+def test_a_request_target_with_bytes_past_ascii_is_the_sites_400(edge, method):
+    """Not percent-encoded, as RFC 3986 asks: gunicorn would refuse it in HTML that repeats
+    the request line, secret and all."""
+    raw = request_head(method, f"/healthz?token={SECRET}&name=fougère", {"Connection": "close"})
+    answer = answer_then_close(edge.port, raw)
+    assert answer.status == 400
+    assert answer.json() == sites_error(400)
+
+
+@pytest.mark.parametrize("method", ["TRACE", "AB"])
+def test_a_refused_method_while_gunicorn_is_down_is_the_sites_503(tmp_path, method):
+    """The 405 page cannot ask the service: its own refusal has its page too."""
+    nginx = DebianNginx(tmp_path, f"unix:{tmp_path}/no-gunicorn.sock")
+    try:
+        answer = answer_then_close(
+            nginx.port, request_head(method, "/healthz", {"Connection": "close"})
+        )
+    finally:
+        nginx.stop()
+    assert answer.status == 503
+    assert answer.json() == sites_error(503)
+    assert answer.headers["retry-after"] == "1"
+
+
+@pytest.mark.parametrize("control", ["\x01", "\x1b", "\x7f"], ids=["0x01", "ESC", "DEL"])
+def test_a_control_character_in_a_header_value_is_gunicorns_html_400_naming_only_the_field(
+    edge, control
+):
+    """What still reaches a client in HTML (docs/deployment.md says why): nginx passes such a
+    value on (it refuses only NUL, CR and LF in one), and gunicorn refuses it (RFC 9110 §5.5),
+    whatever its settings, with its own page. That page names the field, not its value."""
+    head = request_head(
+        "GET", "/healthz", {"Authorization": f"Bearer {SECRET}{control}", "Connection": "close"}
+    )
+    answer = answer_then_close(edge.port, head)
+    assert answer.status == 400
+    assert answer.headers["content-type"] == "text/html"
+    assert b"Invalid HTTP Header: &#x27;AUTHORIZATION&#x27;" in answer.body
+    assert SECRET.encode() not in answer.body
