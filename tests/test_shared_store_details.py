@@ -10,7 +10,7 @@ import pytest
 from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.runtime import Runtime
-from plantstore.stores import postgres
+from plantstore.stores import changes, postgres_batch
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sql import page_query
@@ -84,25 +84,27 @@ def test_postgresql_keeps_the_documents_exact_text_as_json(postgres_url):
         assert row.fetchone() == ("json", "\u00e9")
 
 
-def test_postgresql_add_takes_again_an_id_freed_between_its_insert_and_its_select(
+def test_postgresql_a_batch_reads_again_an_id_made_between_its_read_and_its_insert(
     monkeypatch, postgres_url
 ):
+    """The id held nothing when the batch read it, so there was no row to lock: another
+    transaction made it meanwhile. The batch's insert fails, and the batch is read and made
+    again, as though it came after the other."""
     store = PostgresStore(postgres_url)
-    store.add(1, FERN)
-    deleted = []
+    made = []
 
-    def delete_before_the_select(connection, plant_id):
-        if not deleted:
+    def plan_once_another_made_it(batch, kept, events):
+        if not made:
             with psycopg.connect(postgres_url, autocommit=True) as other:
-                deleted.append(other.execute("DELETE FROM plants WHERE id = 1").rowcount)
-        return get(connection, plant_id)
+                insert = "INSERT INTO plants (id, plant) VALUES (1, %s)"
+                made.append(other.execute(insert, (FERN.decode(),)).rowcount)
+        return changes.plan(batch, kept, events)
 
-    get = postgres._get
-    monkeypatch.setattr(postgres, "_get", delete_before_the_select)
+    monkeypatch.setattr(postgres_batch, "plan", plan_once_another_made_it)
     try:
-        assert store.add(1, ROSE) == ROSE
-        assert deleted == [1]
-        assert store.get(1) == ROSE
+        assert store.add(1, ROSE) == FERN
+        assert made == [1]
+        assert store.get(1) == FERN
     finally:
         store.close()
 

@@ -15,7 +15,8 @@ import pytest
 from plantstore.api.schemas import MAX_PAGE_BYTES
 from plantstore.core.events import subscriber_key
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
-from plantstore.stores import postgres, sqlite
+from plantstore.stores import postgres_schema as postgres_steps
+from plantstore.stores import sqlite_schema as sqlite_steps
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sqlite import SqliteStore
 from tests.concurrency import at_once
@@ -54,9 +55,9 @@ def record_a_run(connection):
 @pytest.fixture
 def one_step_more(monkeypatch):
     """Let the stores know one step more, `record_a_run`; give the version it makes."""
-    for module in (sqlite, postgres):
-        monkeypatch.setattr(module, "_STEPS", (*module._STEPS, record_a_run))
-    return len(sqlite._STEPS)
+    for module in (sqlite_steps, postgres_steps):
+        monkeypatch.setattr(module, "STEPS", (*module.STEPS, record_a_run))
+    return len(sqlite_steps.STEPS)
 
 
 def open_at_once(open_store, count=8):
@@ -125,7 +126,7 @@ def test_sqlite_stores_opened_at_once_migrate_once(tmp_path, one_step_more):
 
 def open_with_one_step_more(path, start):
     """In a process of its own, as a gunicorn worker: open the store when all are ready."""
-    sqlite._STEPS = (*sqlite._STEPS, record_a_run)
+    sqlite_steps.STEPS = (*sqlite_steps.STEPS, record_a_run)
     start.wait(timeout=60)
     SqliteStore(path).close()
 
@@ -296,10 +297,10 @@ def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgre
 
 
 def opened_on(kind, tmp_path, request):
-    """The store module of `kind`, and how to open a store of it on the test's database."""
+    """The schema module of `kind`, and how to open a store of it on the test's database."""
     if kind == "sqlite":
-        return sqlite, lambda *args: SqliteStore(str(tmp_path / "plants.db"), *args)
-    return postgres, partial(PostgresStore, request.getfixturevalue("postgres_url"))
+        return sqlite_steps, lambda *args: SqliteStore(str(tmp_path / "plants.db"), *args)
+    return postgres_steps, partial(PostgresStore, request.getfixturevalue("postgres_url"))
 
 
 def outbox_rows(kind, tmp_path, request):
@@ -317,9 +318,9 @@ def test_a_1_1_0_database_gets_its_outbox_and_keeps_its_plants(
 ):
     """1.1.0's schema (the first two steps) takes only the outbox's steps."""
     module, opener = opened_on(kind, tmp_path, request)
-    steps = module._STEPS
+    steps = module.STEPS
     with monkeypatch.context() as old:
-        old.setattr(module, "_STEPS", steps[:2])
+        old.setattr(module, "STEPS", steps[:2])
         store = opener()
         store.add(1, OLD_PLANTS[1])
         store.close()
@@ -346,7 +347,7 @@ def test_deliveries_waiting_for_urls_wait_for_their_subscribers_keys_after_the_u
     from the one it is configured with, so each delivery still goes to its subscriber."""
     module, opener = opened_on(kind, tmp_path, request)
     with monkeypatch.context() as old:
-        old.setattr(module, "_STEPS", module._STEPS[:3])
+        old.setattr(module, "STEPS", module.STEPS[:3])
         opener().close()
     urls = ["http://user:hunter2@hooks.example/in", "http://hooks.example/other?list=2"]
     waiting = [

@@ -14,7 +14,9 @@ import pytest
 
 from plantstore.config import store_kind
 from plantstore.core.events import plant_deleted, subscriber_key
-from plantstore.stores import open_store, postgres, sqlite
+from plantstore.stores import open_store
+from plantstore.stores import postgres_schema as postgres_steps
+from plantstore.stores import sqlite_schema as sqlite_steps
 from tests.gunicorn_server import GunicornServer, run_to_exit, server_environ
 from tests.webhook_receiver import SECRET
 
@@ -69,7 +71,7 @@ def schema_versions(store_url: str) -> list[int]:
 
 def current_version(store_url: str) -> int:
     """The version this code brings a database to: the number of its schema steps."""
-    return len((sqlite if store_kind(store_url) == "sqlite" else postgres)._STEPS)
+    return len((sqlite_steps if store_kind(store_url) == "sqlite" else postgres_steps).STEPS)
 
 
 def request(server, method, path, body=None) -> tuple[int, dict, bytes]:
@@ -198,9 +200,9 @@ def test_events_waiting_for_urls_reach_their_subscribers_after_the_upgrade(
     """The outbox used to keep each delivery's URL, a password in it included: the upgrade
     keeps the subscriber's key instead, and each waiting event still goes to its URL, with
     the URL's user and password as Basic authorization."""
-    module = sqlite if store_kind(store_url) == "sqlite" else postgres
+    module = sqlite_steps if store_kind(store_url) == "sqlite" else postgres_steps
     with monkeypatch.context() as old:
-        old.setattr(module, "_STEPS", module._STEPS[:3])
+        old.setattr(module, "STEPS", module.STEPS[:3])
         open_store(store_url).close()
     urls = [
         receiver.url.replace("http://", "http://user:hunter2@"),

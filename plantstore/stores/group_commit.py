@@ -5,14 +5,11 @@ fast as the disk syncs, with its writers queued for the write lock.
 Databases solve this by letting the transactions that wait for one sync share it; the stores
 do the same above them. Each request hands its change to the store's one writer thread and
 waits. The writer takes every change that arrived while the last commit was syncing, makes
-them in one transaction, commits once, and only then answers each request: nothing is
-answered before the commit that holds it returned.
+them in one transaction (`plantstore.stores.changes.plan`), commits once, and only then answers
+each request: nothing is answered before the commit that holds it returned.
 
-Each change decides what to do from what the transaction shows it (a plant already kept, an id
-already free), so it gets the answer it would get alone, in the order the writer took it. A
-change refused (`ConditionFailed`) decides so before it writes, and the others go on; any other
-failure fails the whole batch, as a failed commit does, and none of it is then visible. So no
-change needs a savepoint of its own, which would cost PostgreSQL two round trips a change.
+A change refused (`ConditionFailed`) is that change's answer, and the others go on; any other
+failure fails the whole batch, as a failed commit does, and none of it is then visible.
 """
 
 import logging
@@ -23,39 +20,23 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from typing import Generic, TypeVar
 
-from plantstore.core.plants import ConditionFailed
 from plantstore.core.stores import StoreUnavailable
 
-_Connection = TypeVar("_Connection")
-_T = TypeVar("_T")
-
-#: A change: given the batch's connection, in its transaction, do one request's writes and
-#: give its answer.
-Change = Callable[[_Connection], _T]
+#: What a request hands the writer: a change, as the store's `write` takes it.
+_Work = TypeVar("_Work")
 
 logger = logging.getLogger(__name__)
 
 
-def make_each(connection: _Connection, changes: Sequence[Change]) -> list[object]:
-    """Make each change on `connection`, in one transaction: its answer, or its refusal."""
-    outcomes: list[object] = []
-    for change in changes:
-        try:
-            outcomes.append(change(connection))
-        except ConditionFailed as refused:
-            outcomes.append(refused)
-    return outcomes
-
-
-class GroupCommit(Generic[_Connection]):
+class GroupCommit(Generic[_Work]):
     """One writer thread, and the queue of changes it makes in batches.
 
     Args:
         name: names the thread, for a stack dump.
-        write: makes a batch of changes in one transaction (`make_each`), on the writer
-            thread. It gives each change's outcome in order, its answer or its refusal, and
-            raises `StoreUnavailable` when the batch as a whole fails (no connection, the
-            commit).
+        write: makes a batch of changes in one transaction, on the writer thread, in the order
+            given. It gives each change's outcome in order, its answer or its refusal (an
+            exception, raised to its request alone), and raises `StoreUnavailable` when the
+            batch as a whole fails (no connection, the commit).
         wait: seconds a request waits for its batch to begin before it is answered unavailable
             (its change is then never made): the bound on a write lock another holds.
         lock: the lock writers of other processes take too, held from before a batch is
@@ -67,7 +48,7 @@ class GroupCommit(Generic[_Connection]):
     def __init__(
         self,
         name: str,
-        write: Callable[[Sequence[Change]], list[object | BaseException]],
+        write: Callable[[Sequence[_Work]], list[object | BaseException]],
         wait: float,
         lock: Callable[[], AbstractContextManager] = nullcontext,
         committed: Callable[[int], None] | None = None,
@@ -76,12 +57,12 @@ class GroupCommit(Generic[_Connection]):
         self._wait = wait
         self._lock = lock
         self._committed = committed
-        self._queue: queue.SimpleQueue[tuple[int, Change, Future] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[int, _Work, Future] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._starting = threading.Lock()
         self._started = False
 
-    def make(self, change: Change[_Connection, _T], order: int = 0) -> _T:
+    def make(self, change: _Work, order: int = 0) -> object:
         """Make `change` in the next batch; give its answer once that batch is committed.
 
         A batch makes its changes by `order`, then as they came: writers in other processes
@@ -146,7 +127,7 @@ class GroupCommit(Generic[_Connection]):
             if self._committed is not None:
                 self._committed(len(batch))
 
-    def _take(self, first: tuple[int, Change, Future]) -> tuple[list[tuple[Change, Future]], bool]:
+    def _take(self, first: tuple[int, _Work, Future]) -> tuple[list[tuple[_Work, Future]], bool]:
         """The batch, in order: `first` and every change queued since, but those whose
         requests gave up waiting; and whether `close` came after them."""
         pending, closing = [first], False
@@ -167,7 +148,7 @@ class GroupCommit(Generic[_Connection]):
         ]
         return batch, closing
 
-    def _make(self, batch: list[tuple[Change, Future]]) -> list[object | BaseException] | None:
+    def _make(self, batch: list[tuple[_Work, Future]]) -> list[object | BaseException] | None:
         """Write the batch; give its outcomes once committed, or fail every request of it."""
         if not batch:
             return None

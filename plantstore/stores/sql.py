@@ -2,7 +2,7 @@
 and the statements of the outbox.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 import orjson
@@ -55,25 +55,6 @@ def page_query(
         values.append(after)
     where = f"WHERE {' AND '.join(conditions)} " if conditions else ""
     return f"SELECT id, {plant} FROM plants {where}ORDER BY id LIMIT {marker}", (*values, limit)
-
-
-class Commits:
-    """Who hears of a batch's commit: `on_commit`, of its number of changes, and `on_event`,
-    when the batch recorded events (`recorded`). The writer thread alone uses it."""
-
-    def __init__(
-        self, on_commit: Callable[[int], None] | None, on_event: Callable[[], None] | None
-    ) -> None:
-        self._on_commit = on_commit
-        self._on_event = on_event
-        #: Whether the batch under way recorded an event; cleared as the next one begins.
-        self.recorded = False
-
-    def __call__(self, changes: int) -> None:
-        if self._on_commit is not None:
-            self._on_commit(changes)
-        if self.recorded and self._on_event is not None:
-            self._on_event()
 
 
 #: The outbox's columns, as a `Delivery` holds them.

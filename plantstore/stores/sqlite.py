@@ -1,35 +1,31 @@
 """A store in a SQLite file: durable, and shared by every process on one machine."""
 
 import fcntl
-import logging
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
-from functools import partial
 from urllib.parse import quote
 
-from plantstore.core.events import Event, plant_created, plant_deleted, plant_updated
-from plantstore.core.plants import Condition, ConditionFailed, Page, Put, fill_page, same_plant
+import orjson
+
+from plantstore.core.plants import Condition, Page, Put, fill_page
 from plantstore.core.stores import Delivery, StoreUnavailable, StoreUnusable
-from plantstore.stores.group_commit import Change, GroupCommit, make_each
+from plantstore.stores.changes import CHANGES, Add, Change, Plan, Remove, Replace, plan
+from plantstore.stores.group_commit import GroupCommit
 from plantstore.stores.sql import (
-    Commits,
     claim_statement,
     deliveries,
-    keys_of_urls,
     outbox_rows,
     outbox_statements,
     page_query,
-    steps_to_take,
     tag_key,
 )
 from plantstore.stores.sqlite_file import FileGuard, FileIdentity
+from plantstore.stores.sqlite_schema import damaged_or_out_of_reach, migrate, set_up, transient
 
-#: Seconds between attempts to switch a new database to its write-ahead log.
-_SWITCH_RETRY_SECONDS = 0.005
 #: Seconds a write waits for another's lock before the store is reported unavailable.
 BUSY_TIMEOUT_SECONDS = 5.0
 #: Seconds readiness waits for the write lock, at most: a balancer's probe wants an answer soon.
@@ -37,168 +33,41 @@ READY_SECONDS = 0.5
 #: Seconds after a change of this store's committed during which a write is known to succeed.
 WROTE_RECENTLY_SECONDS = 1.0
 
-#: The plant as the store reads it into a page: the bytes of its UTF-8 text.
+#: The plant as the store reads it: the bytes of its UTF-8 text.
 PLANT_BYTES = "CAST(plant AS BLOB)"
-
-logger = logging.getLogger(__name__)
-
-
-def _set_up(connection: sqlite3.Connection, busy_timeout: float) -> None:
-    """Make the database write ahead to a log and the connection sync every commit."""
-    # Readers never wait for the writer, and a commit appends to the log instead of rewriting.
-    # Switching a new database needs an exclusive lock, and to processes that try at the same
-    # moment SQLite answers busy at once, without waiting: so wait here.
-    deadline = time.monotonic() + busy_timeout
-    while True:
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            break
-        except sqlite3.OperationalError as ex:
-            if ex.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
-                raise
-            time.sleep(_SWITCH_RETRY_SECONDS)
-    # In WAL mode FULL syncs the log at every commit: a plant answered with 200 is on disk.
-    # NORMAL would keep the file consistent but could lose the last commits to a power cut.
-    connection.execute("PRAGMA synchronous = FULL")
-
-
-def _damaged_or_out_of_reach(ex: sqlite3.Error) -> bool:
-    """Whether `ex` says the database cannot serve (its file or disk), rather than a bug.
-
-    `OperationalError`: locked, full, unwritable; `DatabaseError` itself: damaged ("database disk
-    image is malformed", "file is not a database"). Its other kinds (a constraint, a misused
-    statement) are the code's mistakes.
-    """
-    return type(ex) in (sqlite3.OperationalError, sqlite3.DatabaseError)
-
-
-def _transient(ex: sqlite3.Error) -> bool:
-    """Whether `ex` is a lock another connection holds, which waiting may free."""
-    # The primary result code, the low byte of an extended one (SQLITE_BUSY_RECOVERY, ...).
-    return (ex.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-
-
-def _create_plants(connection: sqlite3.Connection) -> None:
-    """Make the table as 1.0.0 made it: the plant is its JSON document as text."""
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS plants (id INTEGER PRIMARY KEY, plant TEXT NOT NULL)"
-    )
-
-
-def _index_tags(connection: sqlite3.Connection) -> None:
-    """Keep each plant's tag (`tag_key`) beside it, in an index ordered by tag, then id."""
-    connection.execute("ALTER TABLE plants ADD COLUMN tag BLOB")
-    plants = connection.execute("SELECT id, plant FROM plants")
-    connection.executemany(
-        "UPDATE plants SET tag = ? WHERE id = ?",
-        ((tag, plant_id) for plant_id, plant in plants if (tag := tag_key(plant)) is not None),
-    )
-    connection.execute("CREATE INDEX IF NOT EXISTS plants_by_tag ON plants (tag, id)")
-
-
-def _create_outbox(connection: sqlite3.Connection) -> None:
-    """Keep each event for each subscriber's URL until it is delivered or given up."""
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY, webhook_id TEXT NOT NULL, "
-        "url TEXT NOT NULL, body BLOB NOT NULL, created_at REAL NOT NULL, "
-        "next_attempt_at REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0)"
-    )
-    connection.execute("CREATE INDEX IF NOT EXISTS outbox_due ON outbox (url, next_attempt_at, id)")
-
-
-def _key_subscribers(connection: sqlite3.Connection) -> None:
-    """Name each delivery's subscriber by its key, not by its URL, which may hold a password.
-
-    The column is renamed to say so; its index follows.
-    """
-    urls = connection.execute("SELECT DISTINCT url FROM outbox").fetchall()
-    connection.executemany("UPDATE outbox SET url = ? WHERE url = ?", keys_of_urls(urls))
-    connection.execute("ALTER TABLE outbox RENAME COLUMN url TO subscriber")
-
-
-#: The schema, step by step; `PRAGMA user_version` counts the steps a database has taken.
-_STEPS = (_create_plants, _index_tags, _create_outbox, _key_subscribers)
+_GET = f"SELECT {PLANT_BYTES} FROM plants WHERE id = ?"
+#: What the ids of a batch hold, the ids given as one JSON array: one statement for any number.
+_KEPT = f"SELECT id, {PLANT_BYTES} FROM plants WHERE id IN (SELECT value FROM json_each(?))"
 _OUTBOX = outbox_statements("?")
 _CLAIM = claim_statement("?")
 
-
-def _kept(connection: sqlite3.Connection, plant_id: int) -> bytes | None:
-    """The plant kept under `plant_id`, or None."""
-    kept = connection.execute("SELECT plant FROM plants WHERE id = ?", (plant_id,)).fetchone()
-    return None if kept is None else kept[0].encode()
-
-
-#: How a change records its event: `events(connection, make, *args)`.
-Events = Callable[..., None]
-
-
-def _add(connection: sqlite3.Connection, plant_id: int, plant: bytes, events: Events) -> bytes:
-    inserted = connection.execute(
-        "INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
-        (plant_id, plant.decode(), tag_key(plant)),
-    ).rowcount
-    if not inserted:
-        return _kept(connection, plant_id)
-    events(connection, plant_created, plant_id, plant)
-    return plant
-
-
-def _put(
-    connection: sqlite3.Connection,
-    plant_id: int,
-    plant: bytes,
-    condition: Condition | None,
-    events: Events,
-) -> tuple[Put, bytes]:
-    kept = _kept(connection, plant_id)
-    if condition is not None and not condition(kept):
-        raise ConditionFailed
-    if kept is not None and same_plant(kept, plant):
-        return Put.UNCHANGED, kept
-    row = (plant.decode(), tag_key(plant), plant_id)
-    if kept is None:
-        connection.execute("INSERT INTO plants (plant, tag, id) VALUES (?, ?, ?)", row)
-        events(connection, plant_created, plant_id, plant)
-        return Put.CREATED, plant
-    connection.execute("UPDATE plants SET plant = ?, tag = ? WHERE id = ?", row)
-    events(connection, plant_updated, plant_id, plant)
-    return Put.REPLACED, plant
-
-
-def _delete(
-    connection: sqlite3.Connection, plant_id: int, condition: Condition | None, events: Events
-) -> bool:
-    if condition is not None and not condition(_kept(connection, plant_id)):
-        raise ConditionFailed
-    if not connection.execute("DELETE FROM plants WHERE id = ?", (plant_id,)).rowcount:
-        return False
-    events(connection, plant_deleted, plant_id)
-    return True
+#: Work on the outbox that the writer makes beside the batch's changes, under the same lock.
+OutboxWork = Callable[[sqlite3.Connection], object]
 
 
 class SqliteStore:
     """Plants in a SQLite database file, one connection per thread.
 
-    The database's primary key decides who wins an id, in one statement, so the duplicate rule
-    holds across threads and processes.
-
-    It answers only for the file it opened, or for `started_with`, and refuses every call once
-    the path names another (plantstore/stores/sqlite_file.py).
+    The database's primary key decides who wins an id, so the duplicate rule holds across
+    threads and processes. It answers only for the file it opened, or for `started_with`, and
+    refuses every call once the path names another (plantstore/stores/sqlite_file.py).
 
     Changes are made by one writer thread, in batches (plantstore/stores/group_commit.py): a
     batch is one transaction, taken with the write lock (`BEGIN IMMEDIATE`) so that it never
-    fails half-way for a lock another process holds, and synced once. A change and its events
-    are in the same batch. The writers of every process on the file first queue on a lock of
-    their own (`flock` of the file beside it, `<path>-writers`), which wakes the next as soon as
-    it is free, where SQLite's busy handler would sleep up to 100 ms between tries. Reads are
-    made on each thread's own connection, never behind a batch: the write-ahead log lets them
-    read while the writer writes.
+    fails half-way for a lock another process holds, and synced once. It reads what its ids
+    hold in one statement, makes its changes on that (`plantstore.stores.changes.plan`), and
+    writes what they changed with one statement a kind of write, the events with them. The
+    writers of every process on the file first queue on a lock of their own (`flock` of the
+    file beside it, `<path>-writers`), which wakes the next as soon as it is free, where
+    SQLite's busy handler would sleep up to 100 ms between tries. Reads are made on each
+    thread's own connection, never behind a batch: the write-ahead log lets them read while
+    the writer writes.
 
     Args:
         path: the database file; made, with its table, on first start.
         subscribers: the keys (`subscriber_key`) of the subscribers events go to; with none,
             nothing is written to the outbox.
-        on_event: called once a change and its events are committed.
+        on_event: called once a batch that wrote events is committed.
         busy_timeout: seconds a write waits for other processes' writes before giving up.
         started_with: the file (device, inode) the service started with: another one at the path
             is refused without being opened, and a missing one is not made.
@@ -221,7 +90,8 @@ class SqliteStore:
     ) -> None:
         self._path = path
         self._subscribers = tuple(subscribers)
-        self._commits = Commits(on_commit, on_event)
+        self._on_event = on_event
+        self._on_commit = on_commit
         self._busy_timeout = busy_timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -230,11 +100,7 @@ class SqliteStore:
         self._wrote_at = float("-inf")
         self._writers: int | None = None
         self._writer = GroupCommit(
-            "plantstore-sqlite-writer",
-            self._write,
-            wait=busy_timeout,
-            lock=self._first_writer,
-            committed=self._commits,
+            "plantstore-sqlite-writer", self._write, wait=busy_timeout, lock=self._first_writer
         )
         # The file this store answers for: the one the service started with, else the one
         # opened, or made, below.
@@ -244,7 +110,7 @@ class SqliteStore:
         try:
             connection = self._open(create=started_with is None)
         except sqlite3.Error as ex:
-            if _transient(ex):
+            if transient(ex):
                 raise StoreUnavailable(f"SQLite {path}: {ex}") from ex
             raise StoreUnusable(
                 "PLANTSTORE_STORE must name a SQLite database file that this user can read and "
@@ -253,26 +119,23 @@ class SqliteStore:
         self._file.settle()
         self._local.connection = self._register(connection)
         with self._served():
-            self._migrate(connection)
+            migrate(connection, path)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        return self._writer.make(partial(_add, plant_id=plant_id, plant=plant, events=self._events))
+        return self._writer.make(Add(plant_id, plant))
 
     def put(
         self, plant_id: int, plant: bytes, condition: Condition | None = None
     ) -> tuple[Put, bytes]:
-        return self._writer.make(
-            partial(_put, plant_id=plant_id, plant=plant, condition=condition, events=self._events)
-        )
+        return self._writer.make(Replace(plant_id, plant, condition))
 
     def get(self, plant_id: int) -> bytes | None:
         with self._served():
-            return _kept(self._connection(), plant_id)
+            kept = self._connection().execute(_GET, (plant_id,)).fetchone()
+        return None if kept is None else kept[0]
 
     def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
-        return self._writer.make(
-            partial(_delete, plant_id=plant_id, condition=condition, events=self._events)
-        )
+        return self._writer.make(Remove(plant_id, condition))
 
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         # Rows are read as `fill_page` asks for them; the statement is done with when it stops.
@@ -301,10 +164,7 @@ class SqliteStore:
             try:
                 self._write_nothing()
             except sqlite3.OperationalError as ex:
-                if (
-                    not _transient(ex)
-                    or time.monotonic() - self._wrote_at >= WROTE_RECENTLY_SECONDS
-                ):
+                if not transient(ex) or time.monotonic() - self._wrote_at >= WROTE_RECENTLY_SECONDS:
                     raise
 
     def _write_nothing(self) -> None:
@@ -320,7 +180,7 @@ class SqliteStore:
             connection.close()
 
     def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
-        """Lease what is due in one statement, which is one transaction under the write lock."""
+        """Lease what is due in one statement, under the write lock, beside a batch."""
         return self._writer.make(
             lambda connection: deliveries(
                 connection.execute(_CLAIM, (subscriber, now, limit, lease_until)).fetchall()
@@ -352,44 +212,43 @@ class SqliteStore:
             os.close(self._writers)
             self._writers = None
 
-    def _migrate(self, connection: sqlite3.Connection) -> None:
-        """Take the schema steps the database lacks, once, whoever else starts at the same time.
-
-        The version is read first without a lock, so an up-to-date database is not written to.
-        """
-        database = f"SQLite {self._path}"
-        (version,) = connection.execute("PRAGMA user_version").fetchone()
-        if not steps_to_take(_STEPS, version, database):
-            return
-        # The write lock, held to the commit: another process migrating makes this one wait.
-        connection.execute("BEGIN IMMEDIATE")
-        with connection:
-            (version,) = connection.execute("PRAGMA user_version").fetchone()
-            steps = steps_to_take(_STEPS, version, database)
-            for step in steps:
-                step(connection)
-            if steps:
-                connection.execute(f"PRAGMA user_version = {len(_STEPS)}")
-
-    def _write(self, changes: Sequence[Change]) -> list[object]:
+    def _write(self, work: Sequence[Change | OutboxWork]) -> list[object]:
         """Make a batch in one transaction; on the writer thread.
 
         It answers for the file as a read does (`_served`), once for the whole batch: a file
         lost or replaced fails every change of it.
         """
-        self._commits.recorded = False
+        changes = [item for item in work if isinstance(item, CHANGES)]
         with self._served():
             connection = self._connection()
             connection.execute("BEGIN IMMEDIATE")
             try:
-                outcomes = make_each(connection, changes)
+                planned = self._plan(connection, changes)
+                _write_plan(connection, planned, self._subscribers)
+                outcomes = iter(planned.outcomes)
+                answers = [
+                    next(outcomes) if isinstance(item, CHANGES) else item(connection)
+                    for item in work
+                ]
                 connection.execute("COMMIT")
             except BaseException:
                 if connection.in_transaction:
                     connection.execute("ROLLBACK")
                 raise
         self._wrote_at = time.monotonic()
-        return outcomes
+        if changes and self._on_commit is not None:
+            self._on_commit(len(changes))
+        if planned.events and self._on_event is not None:
+            self._on_event()
+        return answers
+
+    def _plan(self, connection: sqlite3.Connection, changes: list[Change]) -> Plan:
+        """Read what the batch's ids hold, in one statement, and make its changes on that."""
+        if not changes:
+            return plan(changes, {}, events=False)
+        ids = orjson.dumps(sorted({change.plant_id for change in changes})).decode()
+        kept = dict(connection.execute(_KEPT, (ids,)).fetchall())
+        return plan(changes, kept, events=bool(self._subscribers))
 
     @contextmanager
     def _first_writer(self) -> Iterator[None]:
@@ -405,12 +264,6 @@ class SqliteStore:
         finally:
             fcntl.flock(self._writers, fcntl.LOCK_UN)
 
-    def _events(self, connection: sqlite3.Connection, make: Callable[..., Event], *args) -> None:
-        """Record the event `make(*args)` for every subscriber, in the change's transaction."""
-        if self._subscribers:
-            connection.executemany(_OUTBOX["record"], outbox_rows(make(*args), self._subscribers))
-            self._commits.recorded = True
-
     @contextmanager
     def _served(self) -> Iterator[None]:
         """Answer for the database only while it is the file opened; its failures are unavailable.
@@ -424,7 +277,7 @@ class SqliteStore:
         try:
             yield
         except sqlite3.Error as ex:
-            if not _damaged_or_out_of_reach(ex):
+            if not damaged_or_out_of_reach(ex):
                 raise
             self._file.check()
             raise StoreUnavailable(f"SQLite {self._path}: {ex}") from ex
@@ -463,8 +316,29 @@ class SqliteStore:
             check_same_thread=False,
         )
         try:
-            _set_up(connection, busy_timeout)
+            set_up(connection, busy_timeout)
         except sqlite3.Error:
             connection.close()
             raise
         return connection
+
+
+def _write_plan(connection: sqlite3.Connection, planned: Plan, subscribers: Sequence[str]) -> None:
+    """Write what a batch changed, a statement a kind of write, and its events."""
+    if planned.inserts:
+        connection.executemany(
+            "INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?)",
+            [(i, plant.decode(), tag_key(plant)) for i, plant in planned.inserts.items()],
+        )
+    if planned.updates:
+        connection.executemany(
+            "UPDATE plants SET plant = ?, tag = ? WHERE id = ?",
+            [(plant.decode(), tag_key(plant), i) for i, plant in planned.updates.items()],
+        )
+    if planned.deletes:
+        connection.executemany("DELETE FROM plants WHERE id = ?", [(i,) for i in planned.deletes])
+    if planned.events:
+        connection.executemany(
+            _OUTBOX["record"],
+            [row for event in planned.events for row in outbox_rows(event, subscribers)],
+        )
