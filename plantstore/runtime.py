@@ -8,7 +8,7 @@ from plantstore.config import DEFAULT_THREADS, Config
 from plantstore.core.events import subscriber_key
 from plantstore.core.stores import PlantStore
 from plantstore.operations.metrics import process_metrics
-from plantstore.stores import open_store
+from plantstore.stores import Started, open_store
 from plantstore.stores.gate import GatedStore
 from plantstore.webhooks.deliverer import Deliverer
 
@@ -23,12 +23,15 @@ class Runtime:
 
     A shared store (SQLite, PostgreSQL) is served through a `GatedStore`, which keeps one of the
     worker's `threads` out of it for /healthz and the refusals; the memory store never waits.
+    A SQLite store answers only for the file the service `started_with`.
     With webhook URLs, the store keeps an outbox, for the subscribers' keys (never their URLs,
     which may hold a password), and each commit that wrote events wakes the deliverer. Commits
     and deliveries are counted in the process's metrics.
     """
 
-    def __init__(self, config: Config, threads: int = DEFAULT_THREADS) -> None:
+    def __init__(
+        self, config: Config, threads: int = DEFAULT_THREADS, started_with: Started = None
+    ) -> None:
         #: What the app is built with.
         self.config = config
         metrics = process_metrics()
@@ -38,6 +41,7 @@ class Runtime:
             [subscriber_key(url) for url in config.webhook_urls],
             committed.set,
             metrics.count_commit,
+            started_with,
         )
         #: What the app serves requests from.
         self.store: PlantStore = (

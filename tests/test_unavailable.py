@@ -27,7 +27,7 @@ from plantstore.app import create_app
 from plantstore.core.stores import StoreUnavailable
 from plantstore.operations import health
 from plantstore.operations.health import READY_ANSWER_SECONDS
-from plantstore.stores import open_store, remember_started_store, sqlite_file
+from plantstore.stores import open_store, prepare_store
 from plantstore.stores.gate import STALLED_SECONDS, GatedStore
 from plantstore.stores.postgres import (
     OUTAGE_WAIT_SECONDS,
@@ -182,7 +182,7 @@ def test_a_sqlite_file_removed_or_replaced_in_use_is_refused_until_a_restart(
         store.close()
     stored = sqlite3.connect(path).execute("SELECT id FROM plants").fetchall()
     assert stored == []
-    store_errors = [r for r in caplog.records if r.name == "plantstore.stores.sqlite"]
+    store_errors = [r for r in caplog.records if r.name == "plantstore.stores.sqlite_file"]
     assert [(r.levelname, r.getMessage()) for r in store_errors] == [
         (
             "ERROR",
@@ -236,17 +236,16 @@ def test_a_store_opened_after_the_file_the_service_started_with_was_replaced_ref
 ):
     """As a worker started in place of one that died, or at a SIGHUP: it touches nothing at
     the path, where a copy would meet the log of the file it replaced and mix the two."""
-    monkeypatch.setattr(sqlite_file, "_started_with", None)
     path = tmp_path / "plants.db"
     url = f"sqlite:///{path}"
-    running = open_store(url)
+    started_with = prepare_store(url, wait=0)
+    running = open_store(url, started_with=started_with)
     try:
-        remember_started_store(url)
         running.add(1, b'{"name":"fern"}')
         change(path)
         before = files_at(path)
 
-        late = open_store(url)
+        late = open_store(url, started_with=started_with)
         client = client_of(config, late)
         assert_unavailable(client.simulate_post("/plants", json=IVY))
         assert_unavailable(in_a_thread_of_its_own(lambda: client.simulate_get("/plants/1")))
@@ -255,7 +254,7 @@ def test_a_store_opened_after_the_file_the_service_started_with_was_replaced_ref
         assert files_at(path) == before
     finally:
         running.close()
-    store_errors = [r for r in caplog.records if r.name == "plantstore.stores.sqlite"]
+    store_errors = [r for r in caplog.records if r.name == "plantstore.stores.sqlite_file"]
     assert [r.getMessage() for r in store_errors] == [
         f"SQLite {path} was removed or replaced while in use: every request is refused until "
         "the service restarts (a SIGHUP is not enough), since the plants it acknowledged are "

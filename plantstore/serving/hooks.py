@@ -19,12 +19,15 @@ from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.operations.logs import current_request_id
 from plantstore.serving import run_token
 from plantstore.serving.settings import check_workers, read_settings, unreachable
-from plantstore.stores import prepare_store, remember_started_store
+from plantstore.stores import prepare_store
 from plantstore.webhooks.subscribers import subscriber
 
 #: The metrics' directories, in the temporary directory: this, the master's pid, and a suffix.
 METRICS_PREFIX = "plantstore-metrics-"
 
+#: The database the service started with (`prepare_store`): the master's, which every worker
+#: it forks inherits and answers for.
+_started_with = None
 #: This worker's store and deliverer (`plantstore.runtime.Runtime`), once `post_fork` opened them.
 _runtime = None
 
@@ -54,15 +57,15 @@ def on_starting(server):
             "plantstore: with --preload each worker would count alone in /metrics; "
             "run one worker, or drop --preload"
         )
+    global _started_with
     config = _checked_settings()
     try:
         check_workers(config, server.cfg.workers)
-        prepare_store(config.store_url, config.store_wait)
+        _started_with = prepare_store(config.store_url, config.store_wait)
     except StoreUnavailable as ex:
         raise SystemExit(f"plantstore: {unreachable(config, ex)}") from None
     except (ConfigError, SchemaTooNew, StoreUnusable) as ex:
         raise SystemExit(f"plantstore: {ex}") from None
-    remember_started_store(config.store_url)
 
 
 def _checked_settings() -> Config:
@@ -161,7 +164,7 @@ def _open_runtime(config: Config, settings) -> None:
 
     global _runtime
     config = replace(config, forwarded_allow_ips=tuple(settings.forwarded_allow_ips))
-    _runtime = Runtime(config, threads=settings.threads)
+    _runtime = Runtime(config, threads=settings.threads, started_with=_started_with)
 
 
 def worker_app():

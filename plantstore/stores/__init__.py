@@ -11,17 +11,21 @@ from collections.abc import Callable, Sequence
 from plantstore.config import store_kind
 from plantstore.core.stores import PlantStore, StoreUnavailable
 
+#: The database a service started with, where it can tell: a SQLite file's device and inode.
+Started = tuple[int, int] | None
+
 
 def open_store(
     url: str,
     subscribers: Sequence[str] = (),
     on_event: Callable[[], None] | None = None,
     on_commit: Callable[[int], None] | None = None,
+    started_with: Started = None,
 ) -> PlantStore:
     """Open the store a `PLANTSTORE_STORE` URL names (checked by `plantstore.config`).
 
-    A SQLite store answers only for the file the service started with, once one is remembered
-    (`remember_started_store`).
+    A SQLite store answers only for the file the service `started_with`, when one is given
+    (`prepare_store` gives it).
 
     With `subscribers` (their keys), it is an `Outbox` too, which writes an event for each of
     them with every change, and calls `on_event` once the change and its events are committed.
@@ -37,13 +41,12 @@ def open_store(
         return MemoryStore(subscribers, on_event)
     if kind == "sqlite":
         from plantstore.stores.sqlite import SqliteStore
-        from plantstore.stores.sqlite_file import started_file
 
         return SqliteStore(
             url.removeprefix("sqlite:///"),
             subscribers,
             on_event,
-            started_with=started_file(),
+            started_with=started_with,
             on_commit=on_commit,
         )
     if kind == "postgresql":
@@ -58,8 +61,9 @@ def open_store(
 PREPARE_RETRY_SECONDS = 0.5
 
 
-def prepare_store(url: str, wait: float) -> None:
-    """Reach the store a start names and bring its schema up to date, once, for every worker.
+def prepare_store(url: str, wait: float) -> Started:
+    """Reach the store a start names and bring its schema up to date, once, for every worker;
+    give the database it started with, which every store opened for the service answers for.
 
     A store that cannot serve yet (a database starting, a lock held) is tried again until
     `wait` seconds have passed.
@@ -73,24 +77,18 @@ def prepare_store(url: str, wait: float) -> None:
     while True:
         try:
             if store_kind(url) == "postgresql":
-                from plantstore.stores.postgres import prepare
+                from plantstore.stores.postgres_schema import prepare
 
                 prepare(url)
-            else:
-                open_store(url).close()
-            return
+                return None
+            open_store(url).close()
+            if store_kind(url) == "sqlite":
+                from plantstore.stores.sqlite_file import identity
+
+                return identity(url.removeprefix("sqlite:///"))
+            return None
         except StoreUnavailable:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise
             time.sleep(min(PREPARE_RETRY_SECONDS, remaining))
-
-
-def remember_started_store(url: str) -> None:
-    """Make every store opened from now on, here or in a process forked from here, answer only
-    for the database the URL names now: for SQLite, the file at its path (the others have none).
-    """
-    if store_kind(url) == "sqlite":
-        from plantstore.stores.sqlite_file import remember_started_file
-
-        remember_started_file(url.removeprefix("sqlite:///"))

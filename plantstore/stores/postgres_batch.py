@@ -15,11 +15,14 @@ made: it is read and made again, and the other's plant is now what it reads.
 from collections.abc import Sequence
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from plantstore.core.events import Event
 from plantstore.stores.changes import Change, Plan, plan
 from plantstore.stores.sql import tag_key
 
+#: A connection outside any transaction.
+IDLE = TransactionStatus.IDLE
 _LOCK_KEPT = (
     "SELECT id, plant::text FROM plants WHERE id = ANY(%s::bigint[]) ORDER BY id FOR UPDATE"
 )
@@ -60,8 +63,9 @@ def make_batch(
     ids = sorted({change.plant_id for change in changes})
     while True:
         try:
-            with connection.pipeline(), connection.transaction():
+            with connection.pipeline():
                 try:
+                    connection.execute("BEGIN")
                     rows = connection.execute(_LOCK_KEPT, (ids,)).fetchall()
                 except psycopg.OperationalError as ex:
                     if connection.broken:
@@ -69,21 +73,30 @@ def make_batch(
                     raise
                 planned = plan(changes, {i: p.encode() for i, p in rows}, bool(subscribers))
                 _write(connection, planned, subscribers)
+                connection.execute("COMMIT", prepare=False)
             return planned
-        except psycopg.errors.UniqueViolation:
-            continue  # an id made by another transaction since the read: read it again
+        except BaseException as ex:
+            if not connection.closed and connection.info.transaction_status != IDLE:
+                connection.execute("ROLLBACK")
+            if not isinstance(ex, psycopg.errors.UniqueViolation):
+                raise
+            # An id made by another transaction since the read: read it again.
 
 
 def _write(connection: psycopg.Connection, planned: Plan, subscribers: Sequence[str]) -> None:
-    """Queue the statements that write what the batch changed, and its events."""
+    """Queue the statements that write what the batch changed, and its events.
+
+    None of them is prepared: when one fails, the server skips the others of the pipeline,
+    the preparation of any of them included, which psycopg would take as made.
+    """
     if planned.inserts:
-        connection.execute(_INSERT, _columns(planned.inserts))
+        connection.execute(_INSERT, _columns(planned.inserts), prepare=False)
     if planned.updates:
-        connection.execute(_UPDATE, _columns(planned.updates))
+        connection.execute(_UPDATE, _columns(planned.updates), prepare=False)
     if planned.deletes:
-        connection.execute(_DELETE, (planned.deletes,))
+        connection.execute(_DELETE, (planned.deletes,), prepare=False)
     if planned.events:
-        connection.execute(_RECORD, _outbox_columns(planned.events, subscribers))
+        connection.execute(_RECORD, _outbox_columns(planned.events, subscribers), prepare=False)
 
 
 def _columns(plants: dict[int, bytes]) -> tuple[list, list, list]:

@@ -3,11 +3,9 @@
 import fcntl
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
-from urllib.parse import quote
 
 import orjson
 
@@ -23,8 +21,8 @@ from plantstore.stores.sql import (
     page_query,
     tag_key,
 )
-from plantstore.stores.sqlite_file import FileGuard, FileIdentity
-from plantstore.stores.sqlite_schema import damaged_or_out_of_reach, migrate, set_up, transient
+from plantstore.stores.sqlite_file import FileIdentity, SqliteFile
+from plantstore.stores.sqlite_schema import migrate, transient
 
 #: Seconds a write waits for another's lock before the store is reported unavailable.
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -92,10 +90,6 @@ class SqliteStore:
         self._subscribers = tuple(subscribers)
         self._on_event = on_event
         self._on_commit = on_commit
-        self._busy_timeout = busy_timeout
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
         #: When a change of this store's was last committed (`time.monotonic()`).
         self._wrote_at = float("-inf")
         self._writers: int | None = None
@@ -104,11 +98,11 @@ class SqliteStore:
         )
         # The file this store answers for: the one the service started with, else the one
         # opened, or made, below.
-        self._file = FileGuard(path, started_with)
-        if self._file.lost:
+        self._file = SqliteFile(path, busy_timeout, started_with)
+        if self._file.guard.lost:
             return  # refused at every call, without opening what is at the path now
         try:
-            connection = self._open(create=started_with is None)
+            connection = self._file.first_connection(create=started_with is None)
         except sqlite3.Error as ex:
             if transient(ex):
                 raise StoreUnavailable(f"SQLite {path}: {ex}") from ex
@@ -116,9 +110,7 @@ class SqliteStore:
                 "PLANTSTORE_STORE must name a SQLite database file that this user can read and "
                 f"write, or make: {path}: {ex}"
             ) from ex
-        self._file.settle()
-        self._local.connection = self._register(connection)
-        with self._served():
+        with self._file.served():
             migrate(connection, path)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
@@ -130,8 +122,8 @@ class SqliteStore:
         return self._writer.make(Replace(plant_id, plant, condition))
 
     def get(self, plant_id: int) -> bytes | None:
-        with self._served():
-            kept = self._connection().execute(_GET, (plant_id,)).fetchone()
+        with self._file.served():
+            kept = self._file.connection().execute(_GET, (plant_id,)).fetchone()
         return None if kept is None else kept[0]
 
     def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
@@ -140,7 +132,7 @@ class SqliteStore:
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         # Rows are read as `fill_page` asks for them; the statement is done with when it stops.
         query, values = page_query(after, limit, tag, plant=PLANT_BYTES, marker="?")
-        with self._served(), closing(self._connection().execute(query, values)) as rows:
+        with self._file.served(), closing(self._file.connection().execute(query, values)) as rows:
             return fill_page(rows, limit, max_bytes)
 
     def check_ready(self) -> None:
@@ -159,8 +151,8 @@ class SqliteStore:
         store's go through (one committed within `WROTE_RECENTLY_SECONDS`), so readiness does
         not flap on a busy store.
         """
-        with self._served():
-            self._file.check()
+        with self._file.served():
+            self._file.guard.check()
             try:
                 self._write_nothing()
             except sqlite3.OperationalError as ex:
@@ -169,7 +161,8 @@ class SqliteStore:
 
     def _write_nothing(self) -> None:
         """Commit a write that changes nothing, on a connection opened for it."""
-        connection = self._open(create=False, busy_timeout=min(self._busy_timeout, READY_SECONDS))
+        busy_timeout = min(self._file.busy_timeout, READY_SECONDS)
+        connection = self._file.open(create=False, busy_timeout=busy_timeout)
         try:
             connection.execute("BEGIN IMMEDIATE")
             connection.execute("SELECT max(id) FROM plants").fetchone()
@@ -196,18 +189,15 @@ class SqliteStore:
         self._writer.make(lambda connection: connection.execute(_OUTBOX["forget"], (delivery.id,)))
 
     def oldest(self) -> float | None:
-        with self._served():
-            row = self._connection().execute(_OUTBOX["oldest"]).fetchone()
+        with self._file.served():
+            row = self._file.connection().execute(_OUTBOX["oldest"]).fetchone()
         return None if row is None else row[0]
 
     def close(self) -> None:
         """Make the changes queued, then close every thread's connection; the last one to close
         folds the log into the file."""
         self._writer.close()
-        with self._lock:
-            for connection in self._connections:
-                connection.close()
-            self._connections.clear()
+        self._file.close()
         if self._writers is not None:
             os.close(self._writers)
             self._writers = None
@@ -219,8 +209,8 @@ class SqliteStore:
         lost or replaced fails every change of it.
         """
         changes = [item for item in work if isinstance(item, CHANGES)]
-        with self._served():
-            connection = self._connection()
+        with self._file.served():
+            connection = self._file.connection()
             connection.execute("BEGIN IMMEDIATE")
             try:
                 planned = self._plan(connection, changes)
@@ -263,64 +253,6 @@ class SqliteStore:
             yield
         finally:
             fcntl.flock(self._writers, fcntl.LOCK_UN)
-
-    @contextmanager
-    def _served(self) -> Iterator[None]:
-        """Answer for the database only while it is the file opened; its failures are unavailable.
-
-        The file is checked once the work is done, so that nothing done to a file that was
-        replaced meanwhile is answered as done; and when the work failed, since a file replaced
-        is then the cause to tell.
-        """
-        if self._file.lost:
-            self._file.check()
-        try:
-            yield
-        except sqlite3.Error as ex:
-            if not damaged_or_out_of_reach(ex):
-                raise
-            self._file.check()
-            raise StoreUnavailable(f"SQLite {self._path}: {ex}") from ex
-        self._file.check()
-
-    def _connection(self) -> sqlite3.Connection:
-        """The calling thread's connection, opened on its first use."""
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._register(self._open(create=False))
-            self._local.connection = connection
-            # Opened on whatever is at the path now: write nothing to another file.
-            self._file.check()
-        return connection
-
-    def _register(self, connection: sqlite3.Connection) -> sqlite3.Connection:
-        """Keep `connection` for `close`."""
-        with self._lock:
-            self._connections.append(connection)
-        return connection
-
-    def _open(self, create: bool, busy_timeout: float | None = None) -> sqlite3.Connection:
-        """Connect to the file; only the store's first connection may make it.
-
-        A later one that made the file would make an empty database where the store's was
-        removed, which the next process to start would take for the store's own.
-        """
-        busy_timeout = self._busy_timeout if busy_timeout is None else busy_timeout
-        # Autocommit: each statement is its own transaction. `check_same_thread` is off only
-        # so that `close` may close every thread's connection; each is used by its own.
-        connection = sqlite3.connect(
-            f"file:{quote(self._path)}?mode={'rwc' if create else 'rw'}",
-            uri=True,
-            timeout=busy_timeout,
-            isolation_level=None,
-            check_same_thread=False,
-        )
-        try:
-            set_up(connection, busy_timeout)
-        except sqlite3.Error:
-            connection.close()
-            raise
-        return connection
 
 
 def _write_plan(connection: sqlite3.Connection, planned: Plan, subscribers: Sequence[str]) -> None:
