@@ -6,6 +6,7 @@ from urllib.parse import quote
 
 import orjson
 import pytest
+from gunicorn.config import KNOWN_SETTINGS
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from referencing import Registry
@@ -22,6 +23,7 @@ from plantstore.api.schemas import (
     PlantSchema,
 )
 from plantstore.core.events import plant_created, plant_deleted, plant_updated
+from tests.gunicorn_server import ROOT
 
 
 @pytest.fixture
@@ -79,6 +81,20 @@ def test_components_carry_the_contracts_types(document):
         "error": {"type": "integer", "format": "int32"},
         "message": {"type": "string"},
     }
+
+
+def test_the_document_names_only_settings_there_are(document):
+    """The service's own variables, and gunicorn's flags: 1.2's `GUNICORN_*` variables are
+    gone from what it tells clients."""
+    text = orjson.dumps(document).decode()
+    flags = {flag for setting in KNOWN_SETTINGS for flag in setting.cli or ()}
+    named_flags = set(re.findall(r"`(--[\w-]+)`", text))
+    assert named_flags
+    assert named_flags <= flags
+    read = "".join(path.read_text() for path in (ROOT / "plantstore").rglob("*.py"))
+    for variable in set(re.findall(r"\b[A-Z]+_[A-Z_]+\b", text)):
+        assert f'"{variable}"' in read, variable
+    assert "GUNICORN_" not in text
 
 
 def statuses(document, path, method) -> set[int]:

@@ -45,11 +45,13 @@ ERRORS = {
     412: "The plant is not as `If-Match` or `If-None-Match` requires: another client changed "
     "it, deleted it, or made it first. Nothing was changed; read it again to see it as it is.",
     413: "The body is larger than the service accepts.",
-    414: "The request line (path and query) is longer than `GUNICORN_LIMIT_REQUEST_LINE`.",
+    414: "The request line (path and query) is longer than the server accepts: nginx's "
+    "`large_client_header_buffers` as deployed, else gunicorn's `--limit-request-line`.",
     415: "The body is not JSON in UTF-8: Content-Type must be application/json (in any case), "
     "with no charset or charset=utf-8.",
-    431: "The headers are more or longer than `GUNICORN_LIMIT_REQUEST_FIELDS` and "
-    "`GUNICORN_LIMIT_REQUEST_FIELD_SIZE` allow.",
+    431: "The header fields are more or longer than the server accepts: nginx's "
+    "`large_client_header_buffers` as deployed, else gunicorn's `--limit-request-fields` and "
+    "`--limit-request-field_size`.",
     500: "An unexpected failure; nothing internal is revealed.",
     503: "The store cannot serve right now; try again after `Retry-After` seconds.",
 }
@@ -288,8 +290,8 @@ def _error(status: int) -> dict:
     return _answer(ERRORS[status], "Error", *headers.get(status, ()))
 
 
-#: What any request may get: gunicorn refuses a request line or headers over its limits
-#: before the app sees them, and a bug is a bug.
+#: What any request may get: nginx (or gunicorn, run alone) refuses a request line or headers
+#: over its limits before the app sees them, and a bug is a bug.
 _ANY = (414, 431, 500)
 
 
