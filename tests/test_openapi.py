@@ -12,7 +12,9 @@ from openapi_spec_validator import validate
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from plantstore.api.openapi import EXAMPLES, FERN, SCHEMA_EXAMPLES, TREE_FERN
+from plantstore.api.openapi.described import PathItem
+from plantstore.api.openapi.document import build_document
+from plantstore.api.openapi.session import EXAMPLES, FERN, SCHEMA_EXAMPLES, TREE_FERN
 from plantstore.api.schemas import (
     MAX_PAGE_BYTES,
     ErrorSchema,
@@ -256,6 +258,19 @@ def test_every_get_goes_with_a_head_in_the_app_and_the_document(app, document):
         assert ("get" in operations) == ("head" in operations), path
 
 
+def test_a_responder_that_says_nothing_of_itself_is_refused():
+    """The document would leave it out, and no test of the document's would see it."""
+
+    class Undescribed:
+        openapi = PathItem("/undescribed")
+
+        def on_get(self, req, resp):
+            resp.media = {}
+
+    with pytest.raises(TypeError, match=r"Undescribed\.on_get has no Operation"):
+        build_document([Undescribed()])
+
+
 def walk_routes(node):
     yield node
     for child in node.children:
@@ -282,7 +297,7 @@ def test_servers_is_the_prefix_a_trusted_proxy_mounts_the_service_at(anonymous):
 def test_readyz_is_described_without_security_and_with_its_503(document):
     operation = document["paths"]["/readyz"]["get"]
     assert operation["security"] == []
-    assert "Retry-After" in operation["responses"]["503"]["headers"]
+    assert "Retry-After" in response(document, operation["responses"]["503"])["headers"]
 
 
 def test_the_events_are_declared_as_webhooks(document):
