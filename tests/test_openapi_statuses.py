@@ -108,3 +108,31 @@ def test_each_operation_answers_exactly_the_statuses_it_lists(config, store, met
         answered[operation_id].add(result.status_code)
     listed = {operation_id: statuses for operation_id, *_, statuses in operations(document)}
     assert answered == listed
+
+
+#: The failures the app words one way, whichever request gets them, but for the plant's id.
+WORDED_ONCE = {404, 409, 412, 415, 503}
+
+
+def test_a_failure_worded_once_is_described_in_the_words_a_client_reads(config, store):
+    """Its description begins with the message a client reads, `{id}` standing for the
+    plant's id; the words are the app's, taken from where it answers them."""
+    document, answers = probe(config, store)
+    described = {
+        operation["operationId"]: operation["responses"]
+        for methods in document["paths"].values()
+        for operation in methods.values()
+    }
+    components = document["components"]["responses"]
+    seen, misdescribed = set(), []
+    for operation_id, plant, result in answers:
+        if result.status_code not in WORDED_ONCE or not result.content:  # a HEAD's has none
+            continue
+        answer = described[operation_id][str(result.status_code)]
+        if "$ref" in answer:
+            answer = components[answer["$ref"].rsplit("/", 1)[1]]
+        seen.add(result.status_code)
+        if not answer["description"].replace("{id}", plant).startswith(result.json["message"]):
+            misdescribed.append((operation_id, result.json, answer["description"]))
+    assert seen == WORDED_ONCE
+    assert misdescribed == []

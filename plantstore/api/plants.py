@@ -27,6 +27,11 @@ _PLANT_ID = PlantIdSchema()
 _REPLACEMENT = PlantReplacementSchema()
 _PAGE_QUERY = PageQuerySchema()
 
+#: What a 404 tells its client, of the plant its request names.
+NOT_FOUND = "No plant has id {plant_id}."
+#: What a 409 tells its client, of the plant its request names.
+CONFLICT = "Plant {plant_id} already exists with other content."
+
 # The links of the document: generated clients and stateful fuzzers follow them from a plant's
 # create, or its read, to its own path; a change carries the `ETag` it was read with.
 _CREATED = {"id": "$request.body#/id"}
@@ -75,8 +80,7 @@ class Plants:
         kept = self._store.add(new_plant["id"], plant)
         if not same_plant(kept, plant):
             raise falcon.HTTPConflict(
-                title="Conflict",
-                description=f"Plant {new_plant['id']} already exists with other content.",
+                title="Conflict", description=CONFLICT.format(plant_id=new_plant["id"])
             )
         _answer_plant(resp, kept)
 
@@ -237,4 +241,4 @@ def _load_plant_id(text: str) -> int:
 
 
 def _not_found(plant_id: int) -> falcon.HTTPNotFound:
-    return falcon.HTTPNotFound(title="Not Found", description=f"No plant has id {plant_id}.")
+    return falcon.HTTPNotFound(title="Not Found", description=NOT_FOUND.format(plant_id=plant_id))

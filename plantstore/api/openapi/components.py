@@ -1,14 +1,21 @@
-"""The document's head and its reusable parts: schemas, headers, conditions and failures."""
+"""The document's head and its reusable parts: schemas, headers, conditions and failures.
+
+A failure the app words in one place is described in those words, taken from there: the
+document says what a client will read.
+"""
 
 from http import HTTPStatus
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
-from plantstore.api.conditions import ENTITY_TAGS_PATTERN
+from plantstore.api.conditions import ENTITY_TAGS_PATTERN, PRECONDITION_FAILED
+from plantstore.api.errors import store_unavailable
+from plantstore.api.media import ACCEPTED
 from plantstore.api.openapi.described import answer
 from plantstore.api.openapi.session import SCHEMA_EXAMPLES
 from plantstore.api.openapi.webhooks import WEBHOOK_HEADERS
+from plantstore.api.plants import CONFLICT, NOT_FOUND
 from plantstore.api.schemas import (
     DecimalInteger,
     DeletedPlantSchema,
@@ -34,24 +41,26 @@ SCHEMAS = {
     "PlantDeleted": PlantDeletedSchema,
 }
 
+#: The plant's id in a failure's message, as the path of `/plants/{id}` names it.
+_PLANT_ID = "{id}"
+
 #: What each failing status means, whichever operation answers it.
 ERRORS = {
     400: "The request is not valid; the message names each wrong field or parameter and why.",
     401: "No bearer token, or one that is not accepted.",
-    404: "No plant has this id.",
-    409: "A plant with this id exists with other content; it is unchanged.",
-    412: "The plant is not as `If-Match` or `If-None-Match` requires: another client changed "
-    "it, deleted it, or made it first. Nothing was changed; read it again to see it as it is.",
+    404: NOT_FOUND.format(plant_id=_PLANT_ID),
+    409: f"{CONFLICT.format(plant_id=_PLANT_ID)} It is unchanged.",
+    412: f"{PRECONDITION_FAILED.format(plant_id=_PLANT_ID)} Another client changed it, deleted "
+    "it, or made it first: read it again to see it as it is.",
     413: "The body is larger than the service accepts.",
     414: "The request line (path and query) is longer than the server accepts: nginx's "
     "`large_client_header_buffers` as deployed, else gunicorn's `--limit-request-line`.",
-    415: "The body is not JSON in UTF-8: Content-Type must be application/json (in any case), "
-    "with no charset or charset=utf-8.",
+    415: ACCEPTED,
     431: "The header fields are more or longer than the server accepts: nginx's "
     "`large_client_header_buffers` as deployed, else gunicorn's `--limit-request-fields` and "
     "`--limit-request-field_size`.",
     500: "An unexpected failure; nothing internal is revealed.",
-    503: "The store cannot serve right now; try again after `Retry-After` seconds.",
+    503: f"{store_unavailable().description} `Retry-After` says when, in seconds.",
 }
 
 #: The headers a failure carries besides X-Request-ID.

@@ -4,7 +4,8 @@ A resource names the path the document gives it (`openapi = PathItem(...)`, a cl
 like the `auth_required` that `BearerAuth` reads), and each responder says what it answers with
 `@Operation`, as an endpoint declares its responses in flask-smorest or FastAPI. What follows
 from the request an operation takes, or from where it is served, is not said again: the
-document derives those failing statuses (`plantstore.api.openapi.paths`).
+document derives those failing statuses (`plantstore.api.openapi.paths`), in the words of the
+code that answers them (`plantstore.api.openapi.components`).
 """
 
 from typing import NamedTuple
