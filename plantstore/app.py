@@ -9,7 +9,7 @@ from plantstore.api.cors import Cors
 from plantstore.api.docs import add_docs
 from plantstore.api.errors import handle_store_unavailable, handle_validation_error, serialize_error
 from plantstore.api.middleware import BodyLimit
-from plantstore.api.openapi import OpenApiDocument
+from plantstore.api.openapi.document import OpenApiDocument
 from plantstore.api.plants import Plant, Plants
 from plantstore.api.routing import Router
 from plantstore.api.tokens import Tokens
@@ -58,14 +58,12 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
     app.add_error_handler(ValidationError, handle_validation_error)
     app.add_error_handler(StoreUnavailable, handle_store_unavailable)
 
-    app.add_route("/plants", Plants(store))
-    app.add_route("/plants/{plant_id}", Plant(store))
-    app.add_route("/healthz", Health())
-    app.add_route("/readyz", Readiness(readiness))
-    app.add_route("/openapi.json", OpenApiDocument())
-    app.add_route(
-        "/metrics",
-        MetricsEndpoint(
+    routes = {
+        "/plants": Plants(store),
+        "/plants/{plant_id}": Plant(store),
+        "/healthz": Health(),
+        "/readyz": Readiness(readiness),
+        "/metrics": MetricsEndpoint(
             metrics,
             readiness,
             store,
@@ -73,6 +71,11 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
             webhooks=bool(config.webhook_urls),
             public=config.metrics_public,
         ),
-    )
+    }
+    for template, resource in routes.items():
+        app.add_route(template, resource)
+    # Each resource describes itself beside its responders; the document gathers them here,
+    # where the parts meet, so that the API needs to import none of the parts above it.
+    app.add_route("/openapi.json", OpenApiDocument(routes.values()))
     add_docs(app)
     return app

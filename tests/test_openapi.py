@@ -6,12 +6,15 @@ from urllib.parse import quote
 
 import orjson
 import pytest
+from gunicorn.config import KNOWN_SETTINGS
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from plantstore.api.openapi import EXAMPLES, FERN, SCHEMA_EXAMPLES, TREE_FERN
+from plantstore.api.openapi.described import PathItem
+from plantstore.api.openapi.document import build_document
+from plantstore.api.openapi.session import EXAMPLES, FERN, SCHEMA_EXAMPLES, TREE_FERN
 from plantstore.api.schemas import (
     MAX_PAGE_BYTES,
     ErrorSchema,
@@ -22,6 +25,7 @@ from plantstore.api.schemas import (
     PlantSchema,
 )
 from plantstore.core.events import plant_created, plant_deleted, plant_updated
+from tests.gunicorn_server import ROOT
 
 
 @pytest.fixture
@@ -79,6 +83,20 @@ def test_components_carry_the_contracts_types(document):
         "error": {"type": "integer", "format": "int32"},
         "message": {"type": "string"},
     }
+
+
+def test_the_document_names_only_settings_there_are(document):
+    """The service's own variables, and gunicorn's flags: 1.2's `GUNICORN_*` variables are
+    gone from what it tells clients."""
+    text = orjson.dumps(document).decode()
+    flags = {flag for setting in KNOWN_SETTINGS for flag in setting.cli or ()}
+    named_flags = set(re.findall(r"`(--[\w-]+)`", text))
+    assert named_flags
+    assert named_flags <= flags
+    read = "".join(path.read_text() for path in (ROOT / "plantstore").rglob("*.py"))
+    for variable in set(re.findall(r"\b[A-Z]+_[A-Z_]+\b", text)):
+        assert f'"{variable}"' in read, variable
+    assert "GUNICORN_" not in text
 
 
 def statuses(document, path, method) -> set[int]:
@@ -240,6 +258,19 @@ def test_every_get_goes_with_a_head_in_the_app_and_the_document(app, document):
         assert ("get" in operations) == ("head" in operations), path
 
 
+def test_a_responder_that_says_nothing_of_itself_is_refused():
+    """The document would leave it out, and no test of the document's would see it."""
+
+    class Undescribed:
+        openapi = PathItem("/undescribed")
+
+        def on_get(self, req, resp):
+            resp.media = {}
+
+    with pytest.raises(TypeError, match=r"Undescribed\.on_get has no Operation"):
+        build_document([Undescribed()])
+
+
 def walk_routes(node):
     yield node
     for child in node.children:
@@ -266,7 +297,7 @@ def test_servers_is_the_prefix_a_trusted_proxy_mounts_the_service_at(anonymous):
 def test_readyz_is_described_without_security_and_with_its_503(document):
     operation = document["paths"]["/readyz"]["get"]
     assert operation["security"] == []
-    assert "Retry-After" in operation["responses"]["503"]["headers"]
+    assert "Retry-After" in response(document, operation["responses"]["503"])["headers"]
 
 
 def test_the_events_are_declared_as_webhooks(document):

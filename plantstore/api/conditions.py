@@ -110,9 +110,13 @@ def _field(req: falcon.Request, header: str) -> EntityTags | None:
     return None if value is None else entity_tags(header, value)
 
 
+#: What a 412 tells its client, of the plant its request names.
+PRECONDITION_FAILED = (
+    "Plant {plant_id} is not as If-Match or If-None-Match requires; nothing was changed."
+)
+
+
 def precondition_failed(plant_id: int) -> falcon.HTTPPreconditionFailed:
     return falcon.HTTPPreconditionFailed(
-        title="Precondition Failed",
-        description=f"Plant {plant_id} is not as If-Match or If-None-Match requires; "
-        "nothing was changed.",
+        title="Precondition Failed", description=PRECONDITION_FAILED.format(plant_id=plant_id)
     )

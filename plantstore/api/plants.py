@@ -8,6 +8,7 @@ from marshmallow import ValidationError
 
 from plantstore.api.conditions import Conditions, etag_of, precondition_failed
 from plantstore.api.media import require_json
+from plantstore.api.openapi.described import Operation, PathItem, answer
 from plantstore.api.schemas import (
     MAX_PAGE_BYTES,
     NewPlantSchema,
@@ -26,13 +27,47 @@ _PLANT_ID = PlantIdSchema()
 _REPLACEMENT = PlantReplacementSchema()
 _PAGE_QUERY = PageQuerySchema()
 
+#: What a 404 tells its client, of the plant its request names.
+NOT_FOUND = "No plant has id {plant_id}."
+#: What a 409 tells its client, of the plant its request names.
+CONFLICT = "Plant {plant_id} already exists with other content."
+
+# The links of the document: generated clients and stateful fuzzers follow them from a plant's
+# create, or its read, to its own path; a change carries the `ETag` it was read with.
+_CREATED = {"id": "$request.body#/id"}
+_READ = {"id": "$request.path.id"}
+_AS_READ = {"header.If-Match": "$response.header.ETag"}
+#: The path's `{id}`, as the document takes it from its schema.
+_ID_PARAMETER = ({"in": "path", "schema": PlantIdSchema},)
+
 
 class Plants:
     """`/plants`: create a plant under the id its client chose, and list them page by page."""
 
+    openapi = PathItem("/plants", needs_store=True)
+
     def __init__(self, store: PlantStore) -> None:
         self._store = store
 
+    @Operation(
+        "addPlant",
+        "Create a plant",
+        {
+            200: answer(
+                "The plant as stored.",
+                "Plant",
+                "ETag",
+                links={
+                    "getPlant": _CREATED,
+                    "updatePlant": {**_CREATED, **_AS_READ},
+                    "deletePlant": _CREATED,
+                },
+            )
+        },
+        description="An identical repeat of a stored plant answers 200 again.",
+        body="NewPlant",
+        errors=(409,),
+    )
     @falcon.before(require_json)
     def on_post(self, req, resp):
         """Keep a new plant; an identical repeat answers the same, a different one 409.
@@ -45,11 +80,24 @@ class Plants:
         kept = self._store.add(new_plant["id"], plant)
         if not same_plant(kept, plant):
             raise falcon.HTTPConflict(
-                title="Conflict",
-                description=f"Plant {new_plant['id']} already exists with other content.",
+                title="Conflict", description=CONFLICT.format(plant_id=new_plant["id"])
             )
         _answer_plant(resp, kept)
 
+    @Operation(
+        "listPlants",
+        "List plants a page at a time, in ascending id order",
+        {
+            200: answer(
+                "A page of plants, each with its id.",
+                {"type": "array", "items": "StoredPlant"},
+                "Link",
+            )
+        },
+        description="Follow the `Link` header's `next` until there is none to see every plant "
+        "once, even while others are created or deleted.",
+        parameters=({"in": "query", "schema": PageQuerySchema},),
+    )
     def on_get(self, req, resp):
         """List a page of plants in ascending id order; a full page links to the next one.
 
@@ -75,9 +123,31 @@ class Plant:
     """`/plants/{id}`: one plant, to read, replace or delete, each on the conditions the request
     sets with `If-Match` and `If-None-Match` on its `ETag`."""
 
+    openapi = PathItem("/plants/{id}", needs_store=True)
+
     def __init__(self, store: PlantStore) -> None:
         self._store = store
 
+    @Operation(
+        "getPlant",
+        "Read a plant",
+        {
+            200: answer(
+                "The plant, as it is stored.",
+                "Plant",
+                "ETag",
+                links={"updatePlant": {**_READ, **_AS_READ}},
+            ),
+            304: answer(
+                "The plant is as the client has it: its `ETag` is one that `If-None-Match` names.",
+                None,
+                "ETag",
+            ),
+        },
+        parameters=_ID_PARAMETER,
+        conditional=True,
+        errors=(404,),
+    )
     def on_get(self, req, resp, plant_id):
         """Answer the plant, byte for byte as it is kept; 304 when the client has it already."""
         plant_id = _load_plant_id(plant_id)
@@ -95,6 +165,20 @@ class Plant:
 
     on_head = on_get
 
+    @Operation(
+        "updatePlant",
+        "Create or replace a plant",
+        {
+            200: answer("The plant replaced the one stored, or was the same.", "Plant", "ETag"),
+            201: answer("The plant is stored under a free id.", "Plant", "ETag", "Location"),
+        },
+        description="The whole plant is stored: one without `tag` keeps none. A body may also "
+        "hold `id`, which must then be the path's. `If-Match` with the `ETag` of a read changes "
+        "the plant only if nobody changed it since; `If-None-Match: *` only creates.",
+        body="Plant",
+        parameters=_ID_PARAMETER,
+        conditional=True,
+    )
     @falcon.before(require_json)
     def on_put(self, req, resp, plant_id):
         """Keep the plant under this id, whether or not one was there: the whole plant, so a
@@ -115,6 +199,14 @@ class Plant:
             resp.location = _mounted(req, f"/plants/{plant_id}")
         _answer_plant(resp, kept)
 
+    @Operation(
+        "deletePlant",
+        "Delete a plant; its id is free again",
+        {204: answer("The plant is deleted.")},
+        parameters=_ID_PARAMETER,
+        conditional=True,
+        errors=(404,),
+    )
     def on_delete(self, req, resp, plant_id):
         """Forget the plant; its id is free again."""
         plant_id = _load_plant_id(plant_id)
@@ -149,4 +241,4 @@ def _load_plant_id(text: str) -> int:
 
 
 def _not_found(plant_id: int) -> falcon.HTTPNotFound:
-    return falcon.HTTPNotFound(title="Not Found", description=f"No plant has id {plant_id}.")
+    return falcon.HTTPNotFound(title="Not Found", description=NOT_FOUND.format(plant_id=plant_id))

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from plantstore.api.errors import store_unavailable
+from plantstore.api.openapi.described import Operation, PathItem, answer
 from plantstore.core.stores import PlantStore, StoreUnavailable
 
 logger = logging.getLogger(__name__)
@@ -15,11 +16,26 @@ logger = logging.getLogger(__name__)
 READY_ANSWER_SECONDS = 1.0
 
 
+def _status_body(value: str) -> dict:
+    """The schema of the body `{"status": value}`, as `/healthz` and `/readyz` answer."""
+    return {
+        "type": "object",
+        "properties": {"status": {"type": "string", "const": value}},
+        "required": ["status"],
+    }
+
+
 class Health:
     """`/healthz`: the process is up and answering; it asks nothing of the store."""
 
     auth_required = False
+    openapi = PathItem("/healthz")
 
+    @Operation(
+        "getHealth",
+        "Tell whether the service is up",
+        {200: answer("The service is up.", _status_body("ok"))},
+    )
     def on_get(self, req, resp):
         resp.media = {"status": "ok"}
 
@@ -65,10 +81,16 @@ class Readiness:
     """`/readyz`: whether a write can succeed now, so a balancer sends traffic only then."""
 
     auth_required = False
+    openapi = PathItem("/readyz", needs_store=True)
 
     def __init__(self, check: ReadinessCheck) -> None:
         self._check = check
 
+    @Operation(
+        "getReadiness",
+        "Tell whether the service can serve plants now",
+        {200: answer("The store can serve.", _status_body("ready"))},
+    )
     def on_get(self, req, resp):
         failure = self._check.failure()
         if failure is not None:

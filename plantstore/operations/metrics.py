@@ -42,6 +42,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from plantstore.api.openapi.described import Operation, PathItem, answer
 from plantstore.core.stores import PlantStore, StoreUnavailable
 from plantstore.operations.health import ReadinessCheck
 from plantstore.webhooks.deliverer import Outcome
@@ -229,6 +230,8 @@ class MetricsEndpoint:
     asks the store how old its oldest pending delivery is.
     """
 
+    openapi = PathItem("/metrics")
+
     def __init__(
         self,
         metrics: Metrics,
@@ -248,6 +251,12 @@ class MetricsEndpoint:
         self._multiprocess = "PROMETHEUS_MULTIPROC_DIR" in os.environ
         metrics.build_info.labels(version("plantstore"), store_kind).set(1)
 
+    @Operation(
+        "getMetrics",
+        "Metrics in Prometheus' text format",
+        {200: answer("Every worker's metrics.", {"type": "string"}, media_type="text/plain")},
+        description="Needs no token when `PLANTSTORE_METRICS_PUBLIC=1`.",
+    )
     def on_get(self, req, resp):
         metrics = self._metrics
         metrics.store_ready.set(self._readiness.failure() is None)
