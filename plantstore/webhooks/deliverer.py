@@ -13,34 +13,25 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import suppress
-from datetime import UTC, datetime
 from enum import Enum
 
-import urllib3
 from standardwebhooks import Webhook
 
 from plantstore.core.stores import Delivery, Outbox, StoreUnavailable
+from plantstore.webhooks.attempts import SENDERS, Attempts
 from plantstore.webhooks.subscribers import Subscriber, subscriber
 
 logger = logging.getLogger(__name__)
 
 #: Seconds between looks at the outbox when nothing wakes the deliverer.
 POLL_SECONDS = 1.0
-#: Deliveries to one URL under way at once in a worker. Each URL has senders of its own, so a
-#: slow or failing subscriber holds up its own deliveries, never another's.
-SENDERS = 4
 #: The first retry comes up to this many seconds after the first failure; each one after
 #: waits up to twice as long as the one before, to at most `MAX_RETRY_SECONDS`.
 FIRST_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 3600.0
-#: Seconds a claim outlives the longest attempt (twice its timeout, see `Deliverer._attempt`):
+#: Seconds a claim outlives the longest attempt (twice its timeout, see `Attempts.post`):
 #: time to record its outcome.
 LEASE_MARGIN_SECONDS = 5.0
-#: An answer's body, read so that its connection can carry the next attempt, when it is no
-#: longer than this; a longer one (or one of unknown length) is left unread, its connection
-#: closed.
-ANSWER_BYTES = 65536
 
 
 class Outcome(Enum):
@@ -73,7 +64,7 @@ class Deliverer:
         urls: the subscribers' URLs, as configured: credentials included.
         wake: set after a commit that wrote events, so they go at once.
         webhook: signs each attempt (Standard Webhooks).
-        timeout: seconds an attempt gets to connect, and to be answered (see `_attempt`).
+        timeout: seconds an attempt gets to connect, and to be answered (see `Attempts.post`).
         give_up_after: seconds after an event was made when a failing delivery is given up.
         clock: the time, as `time.time()` gives it; tests move it on instead of waiting.
         jitter: how long to wait before a retry, given the longest wait backoff allows.
@@ -95,8 +86,6 @@ class Deliverer:
     ) -> None:
         self._outbox = outbox
         self._wake = wake
-        self._webhook = webhook
-        self._timeout = timeout
         self._lease = 2 * timeout + LEASE_MARGIN_SECONDS
         self._give_up_after = give_up_after
         self._clock = clock
@@ -108,11 +97,7 @@ class Deliverer:
         self._unavailable = False
         self._lanes = [_Lane(subscriber(url)) for url in urls]
         self._lock = threading.Lock()
-        # Keep-alive per subscriber's host, a connection for each sender: URLs on one host
-        # share its pool, which then holds one for each of their senders.
-        self._http = urllib3.PoolManager(
-            num_pools=max(10, len(self._lanes)), maxsize=SENDERS * max(1, len(self._lanes))
-        )
+        self._attempts = Attempts(webhook, timeout, len(self._lanes), clock)
         # Daemon threads: a process that exits without `stop` (SIGKILL aside) must not hang
         # on them; what they had claimed is due again when its lease runs out.
         self._threads = [
@@ -135,7 +120,7 @@ class Deliverer:
             thread.start()
 
     def stop(self) -> None:
-        """Claim nothing more; let attempts under way end (see `_attempt` for how soon).
+        """Claim nothing more; let attempts under way end (see `Attempts.post` for how soon).
 
         What was not delivered stays in the outbox for the next start (or another worker).
         """
@@ -150,7 +135,7 @@ class Deliverer:
                 lane.queue.put(None)
         for thread in senders:
             thread.join()
-        self._http.clear()
+        self._attempts.close()
 
     def _claim_loop(self) -> None:
         """Claim for each URL as many deliveries as it has idle senders, until none is due.
@@ -220,7 +205,7 @@ class Deliverer:
 
     def _deliver(self, subscriber: Subscriber, delivery: Delivery) -> None:
         """Attempt the delivery, and record its outcome in the outbox, then in the metrics."""
-        failure = self._attempt(subscriber, delivery)
+        failure = self._attempts.post(subscriber, delivery)
         if failure is None:
             self._outbox.forget(delivery)
             self._on_outcome(Outcome.SENT)
@@ -251,75 +236,6 @@ class Deliverer:
             at - now,
         )
         self._on_outcome(Outcome.FAILED)
-
-    def _attempt(self, subscriber: Subscriber, delivery: Delivery) -> str | None:
-        """Post the delivery once to its subscriber, signed now; None when acknowledged (2xx),
-        else why not.
-
-        urllib3's timeout bounds connecting, and each read of the answer's status line and
-        headers, to the attempt's `timeout`: a subscriber that never connects, or connects and
-        never answers, fails the attempt then. The status is the answer; the body is read
-        only by the attempt's deadline, checked between reads, so a body that trickles ends
-        the attempt at its timeout (one that stops coming, a read's timeout later), and an
-        attempt that gets no trickled head takes at most twice its timeout.
-
-        Left to the per-read timeout: a status line and headers trickled a byte at a time,
-        each byte within the timeout, hold the attempt (and a sender) for as long as they
-        come. Its claim then runs out and the delivery may be sent again: at least once.
-
-        Why not never holds an exception's message, which may hold the URL.
-        """
-        deadline = time.monotonic() + self._timeout
-        now = self._clock()
-        headers = {
-            **subscriber.headers,
-            "Content-Type": "application/json",
-            "webhook-id": delivery.webhook_id,
-            "webhook-timestamp": str(int(now)),
-            "webhook-signature": self._webhook.sign(
-                delivery.webhook_id, datetime.fromtimestamp(now, UTC), delivery.body.decode()
-            ),
-        }
-        try:
-            # No retries and no redirects here: a failure is retried by the outbox, with
-            # backoff, and a redirect is not an acknowledgement. The status is the answer:
-            # the body is read, if at all, only to keep the connection.
-            response = self._http.request(
-                "POST",
-                subscriber.url,
-                body=delivery.body,
-                headers=headers,
-                timeout=urllib3.Timeout(connect=self._timeout, read=self._timeout),
-                retries=False,
-                redirect=False,
-                preload_content=False,
-            )
-        except urllib3.exceptions.NewConnectionError:
-            return "could not connect"
-        except urllib3.exceptions.TimeoutError:
-            return "timed out"
-        except urllib3.exceptions.HTTPError as ex:
-            return type(ex).__name__
-        _let_go(response, deadline)
-        if 200 <= response.status < 300:
-            return None
-        return f"answered {response.status}"
-
-
-def _let_go(response: urllib3.BaseHTTPResponse, deadline: float) -> None:
-    """Give the answer's connection back for the next attempt: with the rest of its body read,
-    if it says it is short and all of it comes by `deadline` (`time.monotonic()`); else closed.
-
-    `read1` returns what has come, so the deadline is checked after each piece of a body that
-    trickles; a piece that does not come at all ends at urllib3's read timeout.
-    """
-    short = response.length_remaining is not None and response.length_remaining <= ANSWER_BYTES
-    with suppress(urllib3.exceptions.HTTPError):
-        while short and response.length_remaining and time.monotonic() < deadline:
-            response.read1(ANSWER_BYTES, decode_content=False)
-    if response.length_remaining != 0:
-        response.close()
-    response.release_conn()
 
 
 class _Lane:
