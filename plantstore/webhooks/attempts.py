@@ -96,22 +96,6 @@ class Attempts:
             return None
         return f"answered {response.status}"
 
-
-def _let_go(response: urllib3.BaseHTTPResponse, deadline: float) -> None:
-    """Give the answer's connection back for the next attempt: with the rest of its body read,
-    if it says it is short and all of it comes by `deadline` (`time.monotonic()`); else closed.
-
-    `read1` returns what has come, so the deadline is checked after each piece of a body that
-    trickles; a piece that does not come at all ends at urllib3's read timeout.
-    """
-    short = response.length_remaining is not None and response.length_remaining <= ANSWER_BYTES
-    with suppress(urllib3.exceptions.HTTPError):
-        while short and response.length_remaining and time.monotonic() < deadline:
-            response.read1(ANSWER_BYTES, decode_content=False)
-    if response.length_remaining != 0:
-        response.close()
-    response.release_conn()
-
     def close(self) -> None:
         """Close every connection kept."""
         self._http.clear()
