@@ -15,11 +15,10 @@ from plantstore.api.routing import Router
 from plantstore.api.tokens import Tokens
 from plantstore.config import Config, store_kind
 from plantstore.core.stores import PlantStore, StoreUnavailable
-from plantstore.operations.forwarded import ForwardedClient, TrustedProxies
 from plantstore.operations.health import Health, Readiness, ReadinessCheck
 from plantstore.operations.logs import Request
 from plantstore.operations.metrics import MetricsEndpoint, RequestMetrics, process_metrics
-from plantstore.operations.request_ids import RequestId
+from plantstore.operations.request_log import RequestLog, TrustedProxies
 
 
 def create_app(config: Config, store: PlantStore) -> falcon.App:
@@ -41,8 +40,7 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
         middleware=[
             RequestMetrics(metrics),
             *cors,
-            ForwardedClient(TrustedProxies.parse(config.forwarded_allow_ips)),
-            RequestId(),
+            RequestLog(TrustedProxies.parse(config.forwarded_allow_ips)),
             BearerAuth(Tokens(config.tokens, config.tokens_file)),
             BodyLimit(config.max_body_bytes),
         ],

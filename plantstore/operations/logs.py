@@ -29,12 +29,13 @@ from datetime import UTC, datetime
 import falcon
 from gunicorn import glogging
 
-#: The id of the request this thread serves: set by `plantstore.api.middleware.RequestId`, and
-#: put back to `-` by gunicorn's `post_request` hook once the request is done.
+#: The id of the request this thread serves: set by the `RequestLog` middleware
+#: (plantstore/operations/request_log.py), and put back to `-` by gunicorn's `post_request` hook
+#: once the request is done.
 current_request_id: ContextVar[str] = ContextVar("current_request_id", default="-")
 
-#: The WSGI environ's key under which `plantstore.api.middleware.RequestId` leaves the template of
-#: the route a request took, for the JSON access log (gunicorn's `{key}e` atom).
+#: The WSGI environ's key under which `RequestLog` leaves the template of the route a request
+#: took, for the JSON access log (gunicorn's `{key}e` atom).
 ROUTE_KEY = "plantstore.route"
 
 PREFIX = "%(asctime)s [%(process)d] request_id=%(request_id)s [%(name)s] [%(levelname)s] "
