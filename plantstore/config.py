@@ -20,8 +20,10 @@ DEFAULT_FORWARDED_ALLOW_IPS = ("127.0.0.1", "::1")
 #: The URL of the memory store, `PLANTSTORE_STORE`'s default.
 MEMORY_URL = "memory://"
 DEFAULT_STORE = MEMORY_URL
-#: Threads in each gunicorn worker, as gunicorn.conf.py runs it unless told otherwise.
-DEFAULT_THREADS = 8
+#: Threads in each gunicorn worker, as gunicorn.conf.py runs it unless told otherwise: enough
+#: for a durable store's batches to grow with the load (all but one may wait on a batch), and
+#: no more, since each is a thread for the interpreter to switch to (bench/README.md).
+DEFAULT_THREADS = 32
 #: Seconds a start waits for its store to be reached, unless configured.
 DEFAULT_STORE_WAIT = 10
 #: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.

@@ -33,10 +33,10 @@ _runtime = None
 
 
 def default_workers(environ) -> int:
-    """One worker process per core with a shared store, so Python runs on every core; one with
-    the memory store, a dict that one process alone holds."""
+    """One worker process per core this process may run on with a shared store, so Python runs
+    on each; one with the memory store, a dict that one process alone holds."""
     url = environ.get("PLANTSTORE_STORE", "").strip()
-    return 1 if store_kind(url or "memory://") == "memory" else os.cpu_count() or 1
+    return 1 if store_kind(url or "memory://") == "memory" else len(os.sched_getaffinity(0))
 
 
 def on_starting(server):

@@ -2,11 +2,13 @@
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from typing import TypeVar
 
 from plantstore.core.plants import Condition, ConditionFailed, Page, Put
 from plantstore.core.stores import PlantStore, StoreUnavailable
+
+_T = TypeVar("_T")
 
 #: Seconds with every slot taken and no call answered, after which the store is taken to answer
 #: no more and a call that finds no free slot is refused rather than kept waiting: longer than
@@ -36,7 +38,9 @@ class GatedStore:
     def __init__(self, store: PlantStore, slots: int) -> None:
         self._store = store
         self._slots = slots
-        self._slot_freed = threading.Condition()
+        self._slot_freed = threading.Condition(threading.Lock())
+        #: Calls waiting for a slot: a call that leaves wakes one only if there is one.
+        self._waiting = 0
         #: When each call now in the store began, oldest first.
         self._began: list[float] = []
         #: When a call last came back with an answer: the last sign that the store answers. A
@@ -44,40 +48,47 @@ class GatedStore:
         self._answered = float("-inf")
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        with self._slot():
-            return self._store.add(plant_id, plant)
+        return self._call(self._store.add, plant_id, plant)
 
     def get(self, plant_id: int) -> bytes | None:
-        with self._slot():
-            return self._store.get(plant_id)
+        return self._call(self._store.get, plant_id)
 
     def put(
         self, plant_id: int, plant: bytes, condition: Condition | None = None
     ) -> tuple[Put, bytes]:
-        with self._slot():
-            return self._store.put(plant_id, plant, condition)
+        return self._call(self._store.put, plant_id, plant, condition)
 
     def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
-        with self._slot():
-            return self._store.delete(plant_id, condition)
+        return self._call(self._store.delete, plant_id, condition)
 
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
-        with self._slot():
-            return self._store.page(after, limit, tag, max_bytes)
+        return self._call(self._store.page, after, limit, tag, max_bytes)
 
     def check_ready(self) -> None:
-        with self._slot():
-            self._store.check_ready()
+        self._call(self._store.check_ready)
 
     def oldest(self) -> float | None:
-        with self._slot():
-            return self._store.oldest()
+        return self._call(self._store.oldest)
 
     def close(self) -> None:
         self._store.close()
 
-    @contextmanager
-    def _slot(self) -> Iterator[None]:
+    def _call(self, method: Callable[..., _T], *args: object) -> _T:
+        """Call `method` of the store in a slot, once one is free; refuse it while the store
+        answers no more."""
+        began = self._enter()
+        try:
+            answer = method(*args)
+        except ConditionFailed:
+            self._leave(began, answered=True)  # the store answered: not this change
+            raise
+        except BaseException:
+            self._leave(began, answered=False)
+            raise
+        self._leave(began, answered=True)
+        return answer
+
+    def _enter(self) -> float:
         with self._slot_freed:
             while len(self._began) >= self._slots:
                 stalled_at = max(self._began[0], self._answered) + STALLED_SECONDS
@@ -87,19 +98,19 @@ class GatedStore:
                         f"the store holds all {self._slots} of this worker's slots, and none "
                         f"has been answered for over {STALLED_SECONDS} s: it answers no more"
                     )
-                self._slot_freed.wait(stalled_at - now)
+                self._waiting += 1
+                try:
+                    self._slot_freed.wait(stalled_at - now)
+                finally:
+                    self._waiting -= 1
             began = time.monotonic()
             self._began.append(began)
-        answered = False
-        try:
-            yield
-            answered = True
-        except ConditionFailed:
-            answered = True  # the store answered: not this change
-            raise
-        finally:
-            with self._slot_freed:
-                self._began.remove(began)
-                if answered:
-                    self._answered = time.monotonic()
+        return began
+
+    def _leave(self, began: float, answered: bool) -> None:
+        with self._slot_freed:
+            self._began.remove(began)
+            if answered:
+                self._answered = time.monotonic()
+            if self._waiting:
                 self._slot_freed.notify()

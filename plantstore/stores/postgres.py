@@ -18,7 +18,8 @@ from plantstore.stores.postgres_batch import NothingWritten, make_batch
 from plantstore.stores.postgres_schema import CONNECT, migrate, prepare, require_utf8
 from plantstore.stores.sql import claim_statement, deliveries, outbox_statements, page_query
 
-#: Connections a worker may hold: one per thread of the default `threads`.
+#: Connections a worker may hold: the batch writer's, and the reads' (each holds one for the
+#: few hundred microseconds of its statement).
 POOL_SIZE = 8
 #: Seconds a request may spend on the database in all, waiting for a connection and then
 #: running its statement, before the store is reported unavailable.
