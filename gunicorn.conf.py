@@ -29,10 +29,12 @@ threads = DEFAULT_THREADS
 # How long an idle keep-alive connection is held open, for clients and nginx's `keepalive`.
 keepalive = 5
 
-# One access-log line per request on stdout; never with the Authorization header.
+# One access-log line per request on stdout, naming its token by its name (`token=dashboard`, or
+# `-` without one); never with the Authorization header.
 accesslog = "-"
 access_log_format = (
-    '%(h)s request_id=%({x-request-id}o)s "%(m)s %(U)s" status=%(s)s duration_us=%(D)s'
+    '%(h)s request_id=%({x-request-id}o)s token=%({plantstore.token}e)s "%(m)s %(U)s" '
+    "status=%(s)s duration_us=%(D)s"
 )
 
 # Every line of the error log (stderr) in one format, with the id of the request it concerns;

@@ -1,5 +1,6 @@
 """The `plantstore` command, as `pip install` puts it on the PATH, run outside the checkout."""
 
+import hashlib
 import json
 import re
 import socket
@@ -17,7 +18,7 @@ from tests.gunicorn_server import (
 
 README = (ROOT / "README.md").read_text()
 ACCESS_LOG_LINE = re.compile(
-    r'127\.0\.0\.1 request_id=\S+ "POST /plants" status=200 duration_us=\d+'
+    r'127\.0\.0\.1 request_id=\S+ token=importer "POST /plants" status=200 duration_us=\d+'
 )
 
 
@@ -26,13 +27,22 @@ def run(command, cwd, **environ) -> subprocess.CompletedProcess:
 
 
 def test_serve_runs_the_service_from_any_directory_with_a_token_the_command_made(tmp_path):
-    made = run([sys.executable, "-m", "plantstore", "token"], tmp_path)
+    """The command prints the token for its client, then the tokens file's line, which holds
+    its digest alone."""
+    made = run(
+        [sys.executable, "-m", "plantstore", "token", "--name", "importer", "--scopes", "write"],
+        tmp_path,
+    )
     assert made.returncode == 0, made.stderr
-    token = made.stdout.strip()
+    token, line = made.stdout.splitlines()
     assert re.fullmatch(r"[A-Za-z0-9_-]{43}", token)
+    assert re.fullmatch(r"sha256:[0-9a-f]{64} name=importer scopes=write", line)
+    assert line.split()[0] == "sha256:" + hashlib.sha256(token.encode()).hexdigest()
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text(f"{line}\n")
 
     server = GunicornServer(
-        server_environ(PLANTSTORE_TOKENS=token),
+        server_environ(PLANTSTORE_TOKENS_FILE=str(tokens_file)),
         command=(PLANTSTORE, "serve"),
         cwd=tmp_path,
     )
@@ -45,6 +55,15 @@ def test_serve_runs_the_service_from_any_directory_with_a_token_the_command_made
     assert (status, json.loads(body)) == (200, {"name": "fern"})
     assert ACCESS_LOG_LINE.fullmatch(stdout.strip())
     assert token not in stdout + stderr
+
+
+def test_token_refuses_a_name_or_scopes_the_file_would_refuse(tmp_path):
+    for flags, why in [
+        (["--scopes", "read,admin"], "scopes= lists read, write, metrics, separated by commas"),
+        (["--name", "the importer"], "a name is 1 to 64 of A-Z a-z 0-9 . _ @ -"),
+    ]:
+        made = run([PLANTSTORE, "token", *flags], tmp_path)
+        assert (made.returncode, made.stdout, made.stderr) == (1, "", f"plantstore: {why}\n")
 
 
 def test_each_run_makes_another_token(tmp_path):

@@ -6,7 +6,7 @@ import sys
 import pytest
 from gunicorn.http import message
 
-from plantstore.api.tokens import read_tokens_file
+from plantstore.api.token_file import read_tokens_file
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
 from plantstore.serving import legacy
 from plantstore.serving.settings import read_settings
@@ -21,7 +21,10 @@ def test_tokens_come_from_the_variable_and_the_file(tmp_path):
         {"PLANTSTORE_TOKENS": "a, b,,", "PLANTSTORE_TOKENS_FILE": str(tokens_file)}
     )
     assert (config.tokens, config.tokens_file) == ({"a", "b"}, str(tokens_file))
-    assert read_tokens_file(config.tokens_file) == {"from-file-1", "from-file-2"}
+    assert [entry.secret for entry in read_tokens_file(config.tokens_file)] == [
+        b"from-file-1",
+        b"from-file-2",
+    ]
     assert config.max_body_bytes == DEFAULT_MAX_BODY_BYTES
 
 
@@ -118,7 +121,10 @@ def test_reading_changes_nothing_and_prints_nothing(capsys):
 def test_comments_and_blank_lines_in_the_tokens_file_are_skipped(tmp_path):
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("# the deploy robot\nrobot-token\n\n  # old: revoked\n\tmine\n")
-    assert read_tokens_file(str(tokens_file)) == {"robot-token", "mine"}
+    assert [entry.secret for entry in read_tokens_file(str(tokens_file))] == [
+        b"robot-token",
+        b"mine",
+    ]
 
 
 def test_a_bad_line_in_the_tokens_file_is_named_by_file_and_number_not_echoed(tmp_path):
@@ -127,8 +133,8 @@ def test_a_bad_line_in_the_tokens_file_is_named_by_file_and_number_not_echoed(tm
     with pytest.raises(ConfigError) as caught:
         read_settings({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
     assert str(caught.value) == (
-        "PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without spaces a line "
-        f"(or a # comment): {tokens_file}, line 3, does not"
+        f"PLANTSTORE_TOKENS_FILE: {tokens_file}, line 3: a field after the token is name=... "
+        "or scopes=..."
     )
 
 

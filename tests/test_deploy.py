@@ -4,11 +4,14 @@ import json
 import re
 import shlex
 import subprocess
+import sys
+from pathlib import Path
 
 import falcon.testing
 from gunicorn.config import Config as GunicornConfig
 
 from plantstore.api.errors import RETRY_AFTER_SECONDS
+from plantstore.api.tokens import Tokens
 from plantstore.app import create_app
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
 from plantstore.stores.memory import MemoryStore
@@ -191,7 +194,7 @@ def test_the_readmes_how_to_puts_everything_where_the_unit_looks_for_it():
     assert unit["PLANTSTORE_STORE"] == f"sqlite:///{home}/plants.db"
     venv = unit["ExecStart"].partition(" serve ")[0].removesuffix("/bin/plantstore")
     assert f"\n/usr/bin/python3 -m venv {venv} && {venv}/bin/pip install .\n" in commands
-    assert f"\n{venv}/bin/plantstore token | " in commands
+    assert f"\n{venv}/bin/plantstore token --name " in commands
     assert f"/dev/stdin {unit['PLANTSTORE_TOKENS_FILE']}\n" in commands
 
 
@@ -204,19 +207,32 @@ def test_the_readmes_how_to_copies_files_of_the_checkout_and_not_the_checkout():
         assert all((ROOT / source).is_file() for source in sources), copy
 
 
-def test_the_readmes_request_sends_the_first_token_of_the_file(tmp_path):
-    """The file holds a token a line: all of them would be no token at all."""
-    tokens_file = unit_settings()["PLANTSTORE_TOKENS_FILE"]
-    (request,) = [line for line in readme_deployment().splitlines() if line.startswith("curl ")]
-    (token,) = re.findall(r'"Authorization: Bearer (\$\([^)]*\))"', request)
-    (tmp_path / "tokens").write_text("first-token\nsecond-token\n")
-    expanded = subprocess.run(
-        ["bash", "-c", f'printf %s "{token.replace(tokens_file, str(tmp_path / "tokens"))}"'],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert expanded.stdout == "first-token"
+def test_the_readmes_tokens_file_holds_a_digest_and_its_request_sends_the_token(tmp_path):
+    """The README's own token steps, run with its paths moved here: the file holds the line
+    `plantstore token` printed, which keeps the token's digest alone, and the request sends
+    the token, which that file accepts."""
+    unit = unit_settings()
+    venv = unit["ExecStart"].partition(" serve ")[0].removesuffix("/bin/plantstore")
+    moved = {
+        f"{venv}/bin/": f"{Path(sys.executable).parent}/",
+        unit["PLANTSTORE_TOKENS_FILE"]: str(tmp_path / "tokens"),
+        "/root/": f"{tmp_path}/",
+        " -g plantstore": "",
+    }
+    lines = readme_deployment().splitlines()
+    steps = [line for line in lines if "plantstore token" in line or "/dev/stdin" in line]
+    (request,) = [line for line in lines if line.startswith("curl ")]
+    (sent,) = re.findall(r'"Authorization: Bearer (\$\([^)]*\))"', request)
+    script = "\n".join([*steps, f'printf %s "{sent}"'])
+    for path, here in moved.items():
+        script = script.replace(path, here)
+    token = subprocess.run(
+        ["bash", "-ec", script], capture_output=True, text=True, check=True
+    ).stdout
+    (line,) = (tmp_path / "tokens").read_text().splitlines()
+    assert re.fullmatch(r"sha256:[0-9a-f]{64} name=\S+", line)
+    assert token not in line
+    assert Tokens([], str(tmp_path / "tokens")).find(token.encode()) is not None
 
 
 def test_the_site_is_the_default_server_of_its_port():

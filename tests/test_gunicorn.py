@@ -95,15 +95,17 @@ def test_the_access_log_has_a_line_per_request_and_no_token(server):
 
     lines = stdout.splitlines()
     assert len(lines) == 3
-    line = re.compile(r'127\.0\.0\.1 request_id=(\S+) "(\w+) (\S+)" status=(\d+) duration_us=\d+')
+    line = re.compile(
+        r'127\.0\.0\.1 request_id=(\S+) token=(\S+) "(\w+) (\S+)" status=(\d+) duration_us=\d+'
+    )
     fields = [line.fullmatch(entry).groups() for entry in lines]
     # A line is written after its answer is sent, so the next request may be logged first.
-    assert sorted((method, path, status) for _, method, path, status in fields) == [
+    assert sorted((method, path, status) for _, _, method, path, status in fields) == [
         ("GET", "/nowhere", "404"),
         ("POST", "/plants", "200"),
         ("POST", "/plants", "400"),
     ]
-    assert ("trace-me-1", "POST", "/plants", "400") in fields
+    assert ("trace-me-1", "PLANTSTORE_TOKENS-1", "POST", "/plants", "400") in fields
     assert TOKEN not in stdout + stderr
 
 
@@ -279,8 +281,8 @@ def test_a_bad_line_in_the_tokens_file_stops_the_start_naming_the_file_and_line(
     result = start(tmp_path, "plantstore serve", PLANTSTORE_TOKENS_FILE=str(tokens_file))
     assert result.returncode != 0
     assert own_lines(result) == [
-        "plantstore: PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without "
-        f"spaces a line (or a # comment): {tokens_file}, line 3, does not"
+        f"plantstore: PLANTSTORE_TOKENS_FILE: {tokens_file}, line 3: a field after the token is "
+        "name=... or scopes=..."
     ]
 
 
@@ -399,7 +401,7 @@ def test_every_line_of_the_error_log_has_one_format_and_a_503s_cause_its_request
     finally:
         stdout, stderr = server.stop()
     assert status == 503
-    assert 'request_id=trace-7 "POST /plants" status=503' in stdout
+    assert 'request_id=trace-7 token=PLANTSTORE_TOKENS-1 "POST /plants" status=503' in stdout
     lines = stderr.splitlines()
     assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
     causes = [line for line in lines if "store unavailable" in line]
@@ -505,8 +507,8 @@ def test_a_worker_started_while_the_tokens_file_is_bad_serves_and_says_why_in_on
         _, stderr = server.stop()
     why = (
         "plantstore: the tokens file is not taken, and only PLANTSTORE_TOKENS' tokens are "
-        "accepted until it changes: PLANTSTORE_TOKENS_FILE must hold one token of printable "
-        f"ASCII without spaces a line (or a # comment): {tokens_file}, line 2, does not"
+        f"accepted until it changes: PLANTSTORE_TOKENS_FILE: {tokens_file}, line 2: a field "
+        "after the token is name=... or scopes=..."
     )
     lines = stderr.splitlines()
     if log_format == "json":
@@ -546,7 +548,17 @@ def test_the_error_log_keeps_its_format_in_a_file_named_by_the_error_logfile_fla
     assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
 
 
-ACCESS_KEYS = {"time", "request_id", "client", "method", "path", "route", "status", "duration_us"}
+ACCESS_KEYS = {
+    "time",
+    "request_id",
+    "client",
+    "token",
+    "method",
+    "path",
+    "route",
+    "status",
+    "duration_us",
+}
 ERROR_KEYS = {"time", "level", "logger", "process", "request_id", "message"}
 
 

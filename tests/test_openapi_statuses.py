@@ -36,6 +36,8 @@ PROBES = {
     "too large": {"body": {"id": 1, **FERN, "tag": "x" * 4096}},
     "not UTF-8": {"latin_1": {"id": 1, **FERN}},
     "no token": {"headers": {}},
+    "a token that may only read": {"headers": {"Authorization": "Bearer reader"}},
+    "a token that may only scrape": {"headers": {"Authorization": "Bearer scraper"}},
     "not as read": {"headers": {**AUTH, "If-Match": '"another"'}},
     "only if none": {"headers": {**AUTH, "If-None-Match": "*"}},
 }
@@ -98,9 +100,17 @@ def probe(config, store):
     return document, answers
 
 
+@pytest.fixture
+def config(config, tmp_path):
+    """The tests' config, and a tokens file of two tokens of one scope each."""
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("reader scopes=read\nscraper scopes=metrics\n")
+    return dataclasses.replace(config, tokens_file=str(tokens_file))
+
+
 @pytest.mark.parametrize("metrics_public", [False, True])
 def test_each_operation_answers_exactly_the_statuses_it_lists(config, store, metrics_public):
-    """Public metrics, too, are described as the app serves them: with no 401."""
+    """Public metrics, too, are described as the app serves them: with no 401 or 403."""
     config = dataclasses.replace(config, metrics_public=metrics_public)
     document, answers = probe(config, store)
     answered = defaultdict(set)

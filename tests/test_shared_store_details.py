@@ -15,6 +15,7 @@ from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sql import page_query
 from plantstore.stores.sqlite import PLANT_BYTES, SqliteStore
+from plantstore.stores.sqlite_file import SqliteFile
 
 FERN = b'{"name":"fern"}'
 ROSE = b'{"name":"rose","tag":"red"}'
@@ -23,11 +24,13 @@ PAGES = [(None, 100, None), (25_000, 100, None), (None, 100, "tag 3"), (25_000, 
 
 
 def test_sqlite_syncs_every_commit_of_its_write_ahead_log(tmp_path):
-    store = SqliteStore(str(tmp_path / "plants.db"))
-    connection = store._connection()
-    assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    assert connection.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
-    store.close()
+    """Each connection a store opens to its file, its first and every thread's after it."""
+    file = SqliteFile(str(tmp_path / "plants.db"), busy_timeout=5, started_with=None)
+    for connection in (file.first_connection(create=True), file.open(create=False)):
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert connection.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+        connection.close()
+    file.close()
 
 
 def test_sqlite_keeps_the_document_as_text_json_can_read(tmp_path):

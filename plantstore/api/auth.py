@@ -1,19 +1,29 @@
-"""Bearer-token authentication (RFC 6750) for every resource that does not opt out."""
+"""Bearer-token authentication (RFC 6750), and the scope each operation asks of a token."""
+
+import logging
 
 import falcon
 
 from plantstore.api.tokens import Tokens
 
 REALM = "plantstore"
+#: The WSGI environ's key under which the name of the request's token is left, for the access
+#: log (gunicorn's `{key}e` atom): the client's name, never its token.
+TOKEN_KEY = "plantstore.token"
+
+_log = logging.getLogger(__name__)
 
 
 class BearerAuth:
-    """Let a request reach its resource only with `Authorization: Bearer <accepted token>`.
+    """Let a request reach its resource only with `Authorization: Bearer <accepted token>`, one
+    that has the scope its operation asks for (RFC 6750 §3.1).
 
     It runs in `process_resource`, before any responder reads the body, and only where a route
     matched; a resource opts out with a class attribute `auth_required = False`. `OPTIONS`
     needs no token: it tells only which methods a path has, and a browser's CORS preflight
-    never carries credentials. Tokens are never put into an error message or a log line.
+    never carries credentials. The scope an operation asks for is its `Operation`'s, which the
+    OpenAPI document shows (plantstore/api/openapi/described.py). Tokens are never put into an
+    error message or a log line: the logs name a token by its name.
     """
 
     def __init__(self, tokens: Tokens) -> None:
@@ -27,8 +37,27 @@ class BearerAuth:
         scheme, _, token = req.auth.strip().partition(" ")
         if scheme.lower() != "bearer":
             raise _unauthorized("The Authorization header must read 'Bearer <token>'.")
-        if not self._tokens.accepts(token.strip().encode()):
+        entry = self._tokens.find(token.strip().encode())
+        if entry is None:
             raise _unauthorized("The bearer token is not accepted.", error="invalid_token")
+        req.env[TOKEN_KEY] = entry.name
+        scope = scope_of(resource, req.method)
+        if scope is not None and scope not in entry.scopes:
+            _log.info(
+                "plantstore: token=%s may not %s %s: it lacks the scope %s",
+                entry.name,
+                req.method,
+                req.uri_template,
+                scope,
+            )
+            raise _forbidden(scope)
+
+
+def scope_of(resource: object, method: str) -> str | None:
+    """The scope a token needs to call `method` of `resource`, as its `Operation` says; None
+    for a method the resource does not have (Falcon answers 405) or one that needs none."""
+    responder = getattr(resource, f"on_{method.lower()}", None)
+    return getattr(getattr(responder, "openapi", None), "scope", None)
 
 
 def _unauthorized(description: str, error: str | None = None) -> falcon.HTTPUnauthorized:
@@ -38,4 +67,17 @@ def _unauthorized(description: str, error: str | None = None) -> falcon.HTTPUnau
         challenge += f', error="{error}"'
     return falcon.HTTPUnauthorized(
         title="Unauthorized", description=description, challenges=[challenge]
+    )
+
+
+def _forbidden(scope: str) -> falcon.HTTPForbidden:
+    """A 403 naming the scope the token lacks, in the body and in `WWW-Authenticate`."""
+    return falcon.HTTPForbidden(
+        title="Forbidden",
+        description=f"The bearer token is accepted, but not for this: it needs the scope {scope}.",
+        headers={
+            "WWW-Authenticate": (
+                f'Bearer realm="{REALM}", error="insufficient_scope", scope="{scope}"'
+            )
+        },
     )

@@ -67,6 +67,7 @@ class Plants:
         description="An identical repeat of a stored plant answers 200 again.",
         body="NewPlant",
         errors=(409,),
+        scope="write",
     )
     @falcon.before(require_json)
     def on_post(self, req, resp):
@@ -97,6 +98,7 @@ class Plants:
         description="Follow the `Link` header's `next` until there is none to see every plant "
         "once, even while others are created or deleted.",
         parameters=({"in": "query", "schema": PageQuerySchema},),
+        scope="read",
     )
     def on_get(self, req, resp):
         """List a page of plants in ascending id order; a full page links to the next one.
@@ -147,6 +149,7 @@ class Plant:
         parameters=_ID_PARAMETER,
         conditional=True,
         errors=(404,),
+        scope="read",
     )
     def on_get(self, req, resp, plant_id):
         """Answer the plant, byte for byte as it is kept; 304 when the client has it already."""
@@ -178,6 +181,7 @@ class Plant:
         body="Plant",
         parameters=_ID_PARAMETER,
         conditional=True,
+        scope="write",
     )
     @falcon.before(require_json)
     def on_put(self, req, resp, plant_id):
@@ -206,6 +210,7 @@ class Plant:
         parameters=_ID_PARAMETER,
         conditional=True,
         errors=(404,),
+        scope="write",
     )
     def on_delete(self, req, resp, plant_id):
         """Forget the plant; its id is free again."""

@@ -1,48 +1,21 @@
 """The tokens a request may bear: those `PLANTSTORE_TOKENS` lists, and the tokens file's, read
 again whenever it changes."""
 
+import hashlib
 import hmac
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
-from plantstore.config import ConfigError, is_token
+from plantstore.api.token_file import Entry, listed, read_tokens_file
+from plantstore.config import ConfigError
 
 #: Seconds between two looks at whether the tokens file changed.
 CHECK_INTERVAL = 1.0
 
 _log = logging.getLogger(__name__)
-
-
-def read_tokens_file(path: str) -> frozenset[str]:
-    """The tokens in the file at `path`: one a line, blank lines and `#` comments skipped.
-
-    A bad file is a `ConfigError` naming the file, and the line of a refused token, never the
-    token itself.
-    """
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as ex:
-        raise ConfigError(f"PLANTSTORE_TOKENS_FILE cannot be read: {path}: {ex.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(
-            f"PLANTSTORE_TOKENS_FILE must be text, one token a line: {path} is not UTF-8"
-        ) from None
-    tokens = []
-    for number, line in enumerate(lines, start=1):
-        token = line.strip()
-        if not token or token.startswith("#"):
-            continue
-        if not is_token(token):
-            raise ConfigError(
-                f"PLANTSTORE_TOKENS_FILE must hold one token of printable ASCII without spaces "
-                f"a line (or a # comment): {path}, line {number}, does not"
-            )
-        tokens.append(token)
-    return frozenset(tokens)
 
 
 class Tokens:
@@ -64,12 +37,12 @@ class Tokens:
 
     def __init__(
         self,
-        listed: Iterable[str],
+        tokens: Iterable[str],
         path: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         interval: float = CHECK_INTERVAL,
     ) -> None:
-        self._listed = _encoded(listed)
+        self._listed = listed(tokens)
         self._path = path
         self._clock = clock
         self._interval = interval
@@ -79,7 +52,7 @@ class Tokens:
             self._checked = clock()
             self._version = _version(path)
             try:
-                self._accepted += _encoded(read_tokens_file(path))
+                self._accepted += read_tokens_file(path)
             except ConfigError as ex:
                 _log.error(
                     "plantstore: the tokens file is not taken, and only PLANTSTORE_TOKENS' "
@@ -87,14 +60,22 @@ class Tokens:
                     ex,
                 )
 
-    def accepts(self, candidate: bytes) -> bool:
-        """Compare with every token, each in constant time, so timing tells nothing."""
+    def find(self, candidate: bytes) -> Entry | None:
+        """The entry of the token a request bears, or None.
+
+        It is compared with every entry, each in constant time, so timing tells nothing: with
+        the token, or with the SHA-256 of it for an entry that keeps its digest. A digest sent
+        as a token is no token: its own digest is no entry's.
+        """
         if self._path is not None:
             self._look_at_the_file()
-        accepted = False
-        for token in self._accepted:
-            accepted |= hmac.compare_digest(token, candidate)
-        return accepted
+        accepted = self._accepted
+        digest = hashlib.sha256(candidate).digest()
+        found = None
+        for entry in accepted:
+            if hmac.compare_digest(entry.secret, digest if entry.hashed else candidate):
+                found = found or entry
+        return found
 
     def _look_at_the_file(self) -> None:
         """Once an interval, read the file again if it changed; other threads do not wait."""
@@ -124,7 +105,7 @@ class Tokens:
                 ex,
             )
             return
-        self._accepted = self._listed + _encoded(tokens)
+        self._accepted = self._listed + tokens
         _log.info("plantstore: the changed tokens file is taken: %s", self._path)
 
 
@@ -135,7 +116,3 @@ def _version(path: str) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
-
-
-def _encoded(tokens: Iterable[str]) -> tuple[bytes, ...]:
-    return tuple(token.encode() for token in tokens)

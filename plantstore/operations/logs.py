@@ -15,8 +15,8 @@ with one grep.
 With `PLANTSTORE_LOG_FORMAT=json`, `Logger` writes both logs as one JSON object a line,
 for log collectors: the error log's with the time, level, logger, request id and message (a
 traceback in one field), the access log's with the request id, client, method, path (never
-the query), route (its template; null where none matched), status and duration. Neither has a
-header's value, so never a token.
+the query), the name of its bearer token (null without one), route (its template; null where
+none matched), status and duration. Neither has a header's value, so never a token.
 """
 
 import json
@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 
 import falcon
 from gunicorn import glogging
+
+from plantstore.api.auth import TOKEN_KEY
 
 #: The id of the request this thread serves: set by the `RequestLog` middleware
 #: (plantstore/operations/request_log.py), and put back to `-` by gunicorn's `post_request` hook
@@ -144,6 +146,7 @@ class JsonAccessFormatter(logging.Formatter):
                 "time": _time(record),
                 "request_id": _known(atoms.get("{x-request-id}o")),
                 "client": _known(atoms.get("h")),
+                "token": atoms.get(f"{{{TOKEN_KEY}}}e"),
                 "method": _known(atoms.get("m")),
                 "path": _known(atoms.get("U")),
                 "route": atoms.get(f"{{{ROUTE_KEY}}}e"),
@@ -168,7 +171,7 @@ class EscapedAtoms(dict):
 
 
 #: The atoms the JSON access log reads (`JsonAccessFormatter`), whatever `access_log_format` says.
-JSON_ATOMS = ("{x-request-id}o", "h", "m", "U", f"{{{ROUTE_KEY}}}e", "s", "D")
+JSON_ATOMS = ("{x-request-id}o", "h", f"{{{TOKEN_KEY}}}e", "m", "U", f"{{{ROUTE_KEY}}}e", "s", "D")
 #: How the atoms a format names most are made, as gunicorn makes them: of a request's answer,
 #: request, WSGI environ and time taken.
 _MADE = {

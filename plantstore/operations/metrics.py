@@ -256,6 +256,7 @@ class MetricsEndpoint:
         "Metrics in Prometheus' text format",
         {200: answer("Every worker's metrics.", {"type": "string"}, media_type="text/plain")},
         description="Needs no token when `PLANTSTORE_METRICS_PUBLIC=1`.",
+        scope="metrics",
     )
     def on_get(self, req, resp):
         metrics = self._metrics

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from plantstore.api.token_file import line_for
 from plantstore.config import ConfigError, env_int, store_kind
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.serving import run_token
@@ -27,9 +28,16 @@ def serve(arguments: list[str]) -> None:
     os.execv(sys.executable, command)
 
 
-def token() -> None:
-    """Print a fresh token, made as a run without one makes its own."""
-    print(run_token.new())
+def token(name: str | None, scopes: str | None) -> None:
+    """Print a fresh token, made as a run without one makes its own, for its client; then the
+    line of the tokens file that accepts it, which holds its digest, never the token."""
+    made = run_token.new()
+    try:
+        line = line_for(made, name, scopes)
+    except ValueError as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
+    print(made)
+    print(line)
 
 
 def check() -> None:
@@ -74,14 +82,18 @@ def _parser() -> argparse.ArgumentParser:
         "(--bind, --workers, ...; plantstore serve --help lists them) and GUNICORN_CMD_ARGS "
         "pass through",
     )
-    commands.add_parser(
+    made = commands.add_parser(
         "token",
-        help="print a fresh random token: add it to PLANTSTORE_TOKENS or as a line of "
-        "PLANTSTORE_TOKENS_FILE, and give it to the client, which sends it as "
-        "'Authorization: Bearer <token>'",
-        description="Print a fresh random token. Add it to PLANTSTORE_TOKENS or as a line of "
-        "PLANTSTORE_TOKENS_FILE (running workers read the file again within a second of its "
-        "change), and give it to the client, which sends it as 'Authorization: Bearer <token>'.",
+        help="print a fresh random token for a client, then the line of PLANTSTORE_TOKENS_FILE "
+        "that accepts it (its digest, with --name and --scopes)",
+        description="Print a fresh random token, to give to its client, which sends it as "
+        "'Authorization: Bearer <token>'; then, on the next line, the line to append to "
+        "PLANTSTORE_TOKENS_FILE, which holds the token's digest, never the token (running "
+        "workers read the file again within a second of its change).",
+    )
+    made.add_argument("--name", help="how the logs name the client (token=NAME)")
+    made.add_argument(
+        "--scopes", help="what it may do: read, write, metrics, comma-separated (all by default)"
     )
     commands.add_parser(
         "check",
@@ -101,6 +113,6 @@ def main(argv: list[str] | None = None) -> None:
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     elif arguments.command == "token":
-        token()
+        token(arguments.name, arguments.scopes)
     else:
         check()

@@ -9,7 +9,7 @@ serves, with the tokens it can read (`plantstore.api.tokens.Tokens`).
 import os
 from collections.abc import Mapping
 
-from plantstore.api.tokens import read_tokens_file
+from plantstore.api.token_file import read_tokens_file
 from plantstore.config import Config, ConfigError
 from plantstore.core.events import subscriber_key
 
@@ -17,7 +17,7 @@ from plantstore.core.events import subscriber_key
 def read_settings(environ: Mapping[str, str] = os.environ) -> Config:
     """Every setting of the service, as a start must find them: a bad one is a `ConfigError`."""
     config = Config.from_env(environ)
-    from_file = read_tokens_file(config.tokens_file) if config.tokens_file else frozenset()
+    from_file = read_tokens_file(config.tokens_file) if config.tokens_file else ()
     # With neither variable set there is no token, and the master makes one for the run.
     named = environ.get("PLANTSTORE_TOKENS", "").strip() or config.tokens_file
     if named and not (config.tokens or from_file):

@@ -48,6 +48,8 @@ _PLANT_ID = "{id}"
 ERRORS = {
     400: "The request is not valid; the message names each wrong field or parameter and why.",
     401: "No bearer token, or one that is not accepted.",
+    403: "The bearer token is accepted, but not for this: it lacks the scope the operation "
+    'needs, which `WWW-Authenticate` names (`error="insufficient_scope", scope="write"`).',
     404: NOT_FOUND.format(plant_id=_PLANT_ID),
     409: f"{CONFLICT.format(plant_id=_PLANT_ID)} It is unchanged.",
     412: f"{PRECONDITION_FAILED.format(plant_id=_PLANT_ID)} Another client changed it, deleted "
@@ -64,7 +66,7 @@ ERRORS = {
 }
 
 #: The headers a failure carries besides X-Request-ID.
-_ERROR_HEADERS = {401: ("WWW-Authenticate",), 503: ("Retry-After",)}
+_ERROR_HEADERS = {401: ("WWW-Authenticate",), 403: ("WWW-Authenticate",), 503: ("Retry-After",)}
 
 _STRING = {"schema": {"type": "string"}}
 #: Response headers, each described once under `components/headers`.

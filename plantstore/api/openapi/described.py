@@ -39,7 +39,10 @@ class Operation(NamedTuple):
         conditional: it takes `If-Match` and `If-None-Match`.
         errors: the failing statuses it answers besides those the document derives: 400 for
             parameters, conditions or a body; 412 for conditions; 413 and 415 for a body; 401
-            behind the token; 503 where the store is asked; and what any request may get.
+            behind the token, and 403 with a scope; 503 where the store is asked; and what any
+            request may get.
+        scope: what a token must be allowed to do to call it (`read`, `write`, `metrics`), as
+            `plantstore.api.auth.BearerAuth` asks it of the request's token.
     """
 
     operation_id: str
@@ -50,6 +53,7 @@ class Operation(NamedTuple):
     parameters: tuple[dict, ...] = ()
     conditional: bool = False
     errors: tuple[int, ...] = ()
+    scope: str | None = None
 
     def __call__(self, responder):
         """Describe `responder`: the document finds this as its `openapi`."""

@@ -53,6 +53,8 @@ def _written(described: Operation, resource: object) -> dict:
         failing.update((413, 415))
     if behind_token:
         failing.add(401)
+        if described.scope:
+            failing.add(403)
     if resource.openapi.needs_store:
         failing.add(503)
     written = {"summary": described.summary, "operationId": described.operation_id}
@@ -60,6 +62,8 @@ def _written(described: Operation, resource: object) -> dict:
         written["description"] = described.description
     if not behind_token:
         written["security"] = []
+    elif described.scope:
+        written["security"] = [{"bearerAuth": [described.scope]}]
     parameters = [*described.parameters, *(CONDITIONS if described.conditional else ())]
     if parameters:
         # apispec expands parameters in place: each operation needs its own.

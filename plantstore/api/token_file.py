@@ -1,0 +1,121 @@
+"""The tokens file (`PLANTSTORE_TOKENS_FILE`): a token a line, each with a name and scopes.
+
+    # name and scopes are optional; no scopes= means all of them
+    sha256:2c26b46b...6266e7ae name=dashboard scopes=read
+    prometheus-scrape-token-kept-in-plain-text name=prometheus scopes=metrics
+    an-old-token-line-still-works
+
+The first field is the token itself, or `sha256:` and the 64 lower-case hex digits of the
+SHA-256 of its UTF-8 bytes (shortened above): a file of digests is no key to the service when
+it is copied. The fields after it, separated by spaces, are `name=` (how the logs name its
+client) and `scopes=` (what it may do: `read`, `write`, `metrics`, comma-separated). A bad line
+is refused naming the file and the line's number, never its token or digest.
+"""
+
+import hashlib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from plantstore.config import ConfigError, is_token
+
+#: What a token may be allowed to do: read plants, change them, read the metrics.
+SCOPES = ("read", "write", "metrics")
+DIGEST_PREFIX = "sha256:"
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+#: A name, as it goes into the logs unquoted.
+_NAME = re.compile(r"[A-Za-z0-9._@-]{1,64}")
+
+
+class Entry(NamedTuple):
+    """One accepted token: what a request's token is compared with, and what it may do."""
+
+    #: The token's UTF-8 bytes, or, when `hashed`, the 32 bytes of their SHA-256.
+    secret: bytes
+    hashed: bool
+    #: How the logs name the token's client: its `name=`, else its place (`line-4`).
+    name: str
+    scopes: frozenset[str]
+
+
+def listed(tokens: Iterable[str]) -> tuple[Entry, ...]:
+    """The entries of the tokens `PLANTSTORE_TOKENS` lists: every scope, named by their place."""
+    return tuple(
+        Entry(token.encode(), False, f"PLANTSTORE_TOKENS-{number}", frozenset(SCOPES))
+        for number, token in enumerate(tokens, start=1)
+    )
+
+
+def line_for(token: str, name: str | None = None, scopes: str | None = None) -> str:
+    """The line of the file that accepts `token` and keeps only its digest, with `name=` and
+    `scopes=` when given.
+
+    Raises:
+        ValueError: the name or the scopes are not as the file takes them; it says how.
+    """
+    fields = [DIGEST_PREFIX + hashlib.sha256(token.encode()).hexdigest()]
+    fields += [f"{key}={value}" for key, value in (("name", name), ("scopes", scopes)) if value]
+    _entry(fields, number=1)  # as the file's reader will read it
+    return " ".join(fields)
+
+
+def read_tokens_file(path: str) -> tuple[Entry, ...]:
+    """The entries of the file at `path`; blank lines and `#` comments are skipped.
+
+    Raises:
+        ConfigError: the file cannot be read, or a line is not an entry, or names a token
+            another names too; it names the file and the line, never a token or a digest.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as ex:
+        raise ConfigError(f"PLANTSTORE_TOKENS_FILE cannot be read: {path}: {ex.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"PLANTSTORE_TOKENS_FILE must be text, one token a line: {path} is not UTF-8"
+        ) from None
+    entries: list[Entry] = []
+    seen: dict[bytes, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            entry = _entry(line.split(), number)
+        except ValueError as ex:
+            raise ConfigError(f"PLANTSTORE_TOKENS_FILE: {path}, line {number}: {ex}") from None
+        digest = entry.secret if entry.hashed else hashlib.sha256(entry.secret).digest()
+        if digest in seen:
+            raise ConfigError(
+                f"PLANTSTORE_TOKENS_FILE: {path}, line {number}: names the token of line "
+                f"{seen[digest]} again"
+            )
+        seen[digest] = number
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _entry(fields: list[str], number: int) -> Entry:
+    """The entry a line's fields make; ValueError says what is wrong, quoting no token."""
+    first, *rest = fields
+    hashed = first.startswith(DIGEST_PREFIX)
+    if hashed and not _DIGEST.fullmatch(first):
+        raise ValueError("a digest is sha256: and 64 lower-case hex digits")
+    if not hashed and not is_token(first):
+        raise ValueError("a token is printable ASCII without spaces")
+    named: dict[str, str] = {}
+    for field in rest:
+        key, equals, value = field.partition("=")
+        if not equals or key not in ("name", "scopes"):
+            raise ValueError("a field after the token is name=... or scopes=...")
+        if key in named:
+            raise ValueError(f"{key}= is given twice")
+        named[key] = value
+    name = named.get("name", f"line-{number}")
+    if not _NAME.fullmatch(name):
+        raise ValueError("a name is 1 to 64 of A-Z a-z 0-9 . _ @ -")
+    scopes = frozenset(named["scopes"].split(",")) if "scopes" in named else frozenset(SCOPES)
+    if not scopes or not scopes <= set(SCOPES):
+        raise ValueError(f"scopes= lists {', '.join(SCOPES)}, separated by commas")
+    secret = bytes.fromhex(first.removeprefix(DIGEST_PREFIX)) if hashed else first.encode()
+    return Entry(secret, hashed, name, scopes)
