@@ -509,6 +509,7 @@ def sqlite_workers(tmp_path, workers: int, log_dir=None, **environ) -> tuple[Gun
     return GunicornServer(server_environ(**settings), log_dir=log_dir), temporary
 
 
+@pytest.mark.slow
 def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(tmp_path):
     """Whichever worker answers, a scrape counts the requests of all, those since replaced too.
 
@@ -550,6 +551,7 @@ def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(t
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_preloaded_app_with_several_workers_is_refused(tmp_path):
     """Loaded in the master, prometheus_client keeps each worker's counts in its own memory."""
     started = run_to_exit(
@@ -565,6 +567,7 @@ def test_a_preloaded_app_with_several_workers_is_refused(tmp_path):
     assert not list(tmp_path.glob("plantstore-metrics-*"))
 
 
+@pytest.mark.slow
 def test_a_start_removes_the_metrics_directories_of_masters_that_are_gone(tmp_path):
     """A master killed with SIGKILL cannot remove its directory: the next start does."""
     temporary = tmp_path / "tmp"

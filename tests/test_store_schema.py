@@ -132,6 +132,7 @@ def open_with_one_step_more(path, start):
     SqliteStore(path).close()
 
 
+@pytest.mark.slow
 def test_sqlite_stores_opened_at_once_by_processes_migrate_once(tmp_path):
     path = tmp_path / "plants.db"
     spawn = multiprocessing.get_context("spawn")
@@ -281,6 +282,7 @@ def test_postgresql_text_is_utf8_whatever_client_encoding_the_url_asks(postgres_
         store.close()
 
 
+@pytest.mark.slow
 def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgres_cluster):
     postgres_cluster.stop()
     store = PostgresStore(postgres_cluster.url())
