@@ -389,6 +389,7 @@ if sys.argv[1] == "0":
 """
 
 
+@pytest.mark.slow
 def test_in_multiprocess_mode_a_scrape_adds_up_every_process(tmp_path):
     environ = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
 
@@ -451,6 +452,7 @@ def call_refused_before_middleware(app) -> None:
     app(environ, lambda status, headers: None)
 
 
+@pytest.mark.slow
 def test_both_modes_give_the_same_series(tmp_path):
     """A dashboard shows the same series whether one process or gunicorn's workers serve."""
 
