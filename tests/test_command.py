@@ -7,6 +7,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from tests.gunicorn_server import (
     GUNICORN,
     PLANTSTORE,
@@ -15,6 +17,9 @@ from tests.gunicorn_server import (
     run_to_exit,
     server_environ,
 )
+
+#: Each test runs the command as a process, and several start gunicorn: the slow set.
+pytestmark = pytest.mark.slow
 
 README = (ROOT / "README.md").read_text()
 ACCESS_LOG_LINE = re.compile(

@@ -80,6 +80,7 @@ def test_the_wildcard_is_the_whole_value_alone(value):
     assert read(value) == "*"
 
 
+@pytest.mark.slow
 @given(lists(), st.data())
 def test_a_character_outside_etagc_inside_a_tag_is_refused(field, data):
     value, tags = field
@@ -170,6 +171,7 @@ def test_an_empty_list_names_no_tag(client, value):
     assert put(client, 1, ROSE, {"If-None-Match": value}).status_code == 200
 
 
+@pytest.mark.slow
 @given(lists(), st.booleans())
 def test_a_put_with_a_readable_if_match_goes_ahead_exactly_when_it_names_the_plant(field, naming):
     """Whatever the list: a strong tag naming the plant lets the change through; anything

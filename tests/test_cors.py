@@ -243,6 +243,7 @@ def test_a_star_among_origins_is_refused():
         Config.from_env(environ)
 
 
+@pytest.mark.slow
 def test_a_bad_origin_stops_gunicorn_with_one_line_naming_the_variable():
     result = run_to_exit(
         "--check-config", PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_CORS_ORIGINS="https://shop/"

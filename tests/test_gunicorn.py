@@ -25,6 +25,8 @@ from tests.raw_http import exchange, parse_answers
 
 TOKEN = "gunicorn-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+#: Each test starts gunicorn, or `plantstore serve`, as a process: the slow set.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -462,7 +464,6 @@ def wait_for_status(server: GunicornServer, path: str, headers: dict, status: in
         time.sleep(0.05)
 
 
-@pytest.mark.slow
 def test_a_rewritten_tokens_file_is_taken_without_a_signal_and_the_workers_serve_on(tmp_path):
     """No SIGHUP: the worker serving reads the file again, and keeps its memory store's plants."""
     server, tokens_file = serve_tokens_file(tmp_path)
@@ -481,7 +482,6 @@ def test_a_rewritten_tokens_file_is_taken_without_a_signal_and_the_workers_serve
     assert "new-token" not in stderr
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("log_format", ["text", "json"])
 def test_a_worker_started_while_the_tokens_file_is_bad_serves_and_says_why_in_one_line(
     tmp_path, log_format

@@ -67,6 +67,8 @@ HOSTILE = {
 }
 
 
+# A fresh interpreter for each of the package's modules, seconds in all: the slow set.
+@pytest.mark.slow
 @pytest.mark.parametrize("module", MODULES)
 def test_importing_a_module_alone_changes_nothing(module, tmp_path):
     """Whatever the environment holds: reading it, registering metrics, opening files and

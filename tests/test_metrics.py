@@ -389,6 +389,7 @@ if sys.argv[1] == "0":
 """
 
 
+@pytest.mark.slow
 def test_in_multiprocess_mode_a_scrape_adds_up_every_process(tmp_path):
     environ = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
 
@@ -451,6 +452,7 @@ def call_refused_before_middleware(app) -> None:
     app(environ, lambda status, headers: None)
 
 
+@pytest.mark.slow
 def test_both_modes_give_the_same_series(tmp_path):
     """A dashboard shows the same series whether one process or gunicorn's workers serve."""
 
@@ -509,6 +511,7 @@ def sqlite_workers(tmp_path, workers: int, log_dir=None, **environ) -> tuple[Gun
     return GunicornServer(server_environ(**settings), log_dir=log_dir), temporary
 
 
+@pytest.mark.slow
 def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(tmp_path):
     """Whichever worker answers, a scrape counts the requests of all, those since replaced too.
 
@@ -550,6 +553,7 @@ def test_under_gunicorn_every_worker_counts_even_dead_ones_and_nothing_is_left(t
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_preloaded_app_with_several_workers_is_refused(tmp_path):
     """Loaded in the master, prometheus_client keeps each worker's counts in its own memory."""
     started = run_to_exit(
@@ -565,6 +569,7 @@ def test_a_preloaded_app_with_several_workers_is_refused(tmp_path):
     assert not list(tmp_path.glob("plantstore-metrics-*"))
 
 
+@pytest.mark.slow
 def test_a_start_removes_the_metrics_directories_of_masters_that_are_gone(tmp_path):
     """A master killed with SIGKILL cannot remove its directory: the next start does."""
     temporary = tmp_path / "tmp"

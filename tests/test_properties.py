@@ -4,6 +4,7 @@ import json
 
 import falcon.testing
 import hypothesis.strategies as st
+import pytest
 from hypothesis import given
 
 from plantstore.api.schemas import INT64_MAX, INT64_MIN
@@ -11,6 +12,9 @@ from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
+
+#: Each property takes seconds for its examples: the slow set.
+pytestmark = pytest.mark.slow
 
 FIELDS = ("id", "name", "tag")
 CONFIG = Config(tokens=frozenset({TOKEN}))

@@ -262,6 +262,7 @@ for plant_id, plant in enumerate(PLANTS):
 """
 
 
+@pytest.mark.slow
 def test_the_etag_of_a_plant_is_the_same_in_every_process(client):
     """As on every worker and host: nothing of the process (its hash seed) goes into it."""
     here = [etag(put(client, plant_id, plant)) for plant_id, plant in enumerate(PLANTS)]

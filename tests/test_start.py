@@ -12,6 +12,8 @@ from tests.gunicorn_server import PLANTSTORE, GunicornServer, run_to_exit, serve
 
 SECRET = "hunter2"
 AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}
+#: Each test runs `plantstore` as a process, and waits on it: the slow set.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(
@@ -56,7 +58,6 @@ def assert_one_line_saying_why(result, wait: int, reason: str) -> None:
     assert "psycopg" not in result.stderr
 
 
-@pytest.mark.slow
 def test_a_start_that_cannot_reach_its_store_stops_after_its_wait_saying_why(unreachable):
     url, reason = unreachable
     began = time.monotonic()
@@ -77,7 +78,6 @@ def test_check_says_why_the_store_cannot_be_reached_as_a_start_does(tmp_path, un
     assert_one_line_saying_why(result, 0, reason)
 
 
-@pytest.mark.slow
 def test_a_start_serves_once_its_database_comes_up_within_the_wait(postgres_cluster):
     postgres_cluster.stop()
     server = GunicornServer(

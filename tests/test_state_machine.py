@@ -388,16 +388,8 @@ def empty_store(store_url, tmp_path):
         store.close()
 
 
-@pytest.mark.parametrize(
-    "store_url",
-    [
-        "memory",
-        # A durable store's examples take seconds: the slow set.
-        pytest.param("sqlite", marks=pytest.mark.slow),
-        pytest.param("postgres", marks=pytest.mark.slow),
-    ],
-    indirect=True,
-)
+# Thousands of operations on each store take seconds, more on a durable one: the slow set.
+@pytest.mark.slow
 def test_every_sequence_of_operations_answers_as_the_model_does(empty_store, monkeypatch):
     monkeypatch.setattr(plants_resource, "MAX_PAGE_BYTES", PAGE_BYTES)
     machine = type(

@@ -7,10 +7,12 @@ import multiprocessing
 import sqlite3
 import time
 from functools import partial
+from urllib.parse import urlsplit
 
 import orjson
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from plantstore.api.schemas import MAX_PAGE_BYTES
 from plantstore.core.events import subscriber_key
@@ -131,6 +133,7 @@ def open_with_one_step_more(path, start):
     SqliteStore(path).close()
 
 
+@pytest.mark.slow
 def test_sqlite_stores_opened_at_once_by_processes_migrate_once(tmp_path):
     path = tmp_path / "plants.db"
     spawn = multiprocessing.get_context("spawn")
@@ -179,10 +182,12 @@ def postgres_schema(url):
         versions = connection.execute("SELECT version FROM plantstore_schema").fetchall()
         columns = connection.execute(
             "SELECT column_name, data_type FROM information_schema.columns "
-            "WHERE table_name = 'plants' ORDER BY ordinal_position"
+            "WHERE table_schema = current_schema() AND table_name = 'plants' "
+            "ORDER BY ordinal_position"
         ).fetchall()
         indexes = connection.execute(
-            "SELECT indexdef FROM pg_indexes WHERE tablename = 'plants' ORDER BY indexname"
+            "SELECT indexdef FROM pg_indexes "
+            "WHERE schemaname = current_schema() AND tablename = 'plants' ORDER BY indexname"
         ).fetchall()
     return versions, columns, [indexdef for (indexdef,) in indexes]
 
@@ -194,12 +199,14 @@ def postgres_runs(url):
 
 def test_an_empty_postgresql_database_is_brought_to_the_current_version(postgres_url):
     PostgresStore(postgres_url).close()
+    with psycopg.connect(postgres_url) as connection:
+        (schema,) = connection.execute("SELECT current_schema()").fetchone()
     assert postgres_schema(postgres_url) == (
         [(4,)],
         [("id", "bigint"), ("plant", "json"), ("tag", "bytea")],
         [
-            "CREATE INDEX plants_by_tag ON public.plants USING btree (tag, id)",
-            "CREATE UNIQUE INDEX plants_pkey ON public.plants USING btree (id)",
+            f"CREATE INDEX plants_by_tag ON {schema}.plants USING btree (tag, id)",
+            f"CREATE UNIQUE INDEX plants_pkey ON {schema}.plants USING btree (id)",
         ],
     )
 
@@ -240,7 +247,7 @@ def test_a_postgresql_database_of_a_newer_plantstore_is_left_alone(postgres_url)
         connection.execute("INSERT INTO plantstore_schema (version) VALUES (5)")
     with pytest.raises(SchemaTooNew) as raised:
         PostgresStore(postgres_url)
-    database = postgres_url.rsplit("/", 1)[1]
+    database = urlsplit(postgres_url).path[1:]
     assert str(raised.value) == (
         f"PostgreSQL database {database} has schema version 5, but this plantstore knows "
         "versions up to 4: run a newer plantstore on it"
@@ -267,7 +274,7 @@ def test_a_postgresql_database_not_in_utf8_is_refused_and_left_alone(not_utf8_po
 
 def test_postgresql_text_is_utf8_whatever_client_encoding_the_url_asks(postgres_url):
     cactus = orjson.dumps({"name": "🌵", "tag": "日本"})
-    store = PostgresStore(f"{postgres_url}?client_encoding=LATIN1")
+    store = PostgresStore(make_conninfo(postgres_url, client_encoding="LATIN1"))
     try:
         assert store.add(1, cactus) == cactus
         assert store.get(1) == cactus
@@ -276,6 +283,7 @@ def test_postgresql_text_is_utf8_whatever_client_encoding_the_url_asks(postgres_
         store.close()
 
 
+@pytest.mark.slow
 def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgres_cluster):
     postgres_cluster.stop()
     store = PostgresStore(postgres_cluster.url())

@@ -531,16 +531,21 @@ def test_a_statement_that_waits_on_a_lock_ends_within_the_bound(config, postgres
         store.close()
 
 
-def test_a_read_only_postgresql_is_not_ready(config, postgres_url):
-    """As a standby, or a server whose disk is nearly full and set read-only, would be."""
-    PostgresStore(postgres_url).close()
-    with psycopg.connect(postgres_url, autocommit=True) as connection:
+def test_a_read_only_postgresql_is_not_ready(config, postgres_databases):
+    """As a standby, or a server whose disk is nearly full and set read-only, would be.
+
+    In a database of its own, which it sets read-only: `postgres_url` is a schema in a
+    database that other tests share."""
+    url = postgres_databases.name()
+    postgres_databases.make(url, "UTF8")
+    PostgresStore(url).close()
+    with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(
             sql.SQL("ALTER DATABASE {} SET default_transaction_read_only = on").format(
                 sql.Identifier(connection.info.dbname)
             )
         )
-    store = PostgresStore(postgres_url)
+    store = PostgresStore(url)
     client = client_of(config, store)
     try:
         assert_unavailable(client.simulate_post("/plants", json=FERN))

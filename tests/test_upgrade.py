@@ -22,6 +22,8 @@ from tests.webhook_receiver import SECRET
 
 TOKEN = "upgrade-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+#: Each test starts gunicorn on the upgraded database: the slow set.
+pytestmark = pytest.mark.slow
 #: Tags an index must get right, `\u0000` among them, which SQL's JSON functions get wrong.
 TAGS = ("red", "", "\u0000", "日本 🌿")
 
@@ -94,7 +96,6 @@ def walk(server, query: str) -> list[tuple[int, bytes]]:
 upgraded = pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
 
 
-@pytest.mark.slow
 @upgraded
 def test_every_plant_1_0_0_kept_is_served_by_three_workers_after_the_upgrade(store_url, tmp_path):
     """The schema is brought up to date once, before any worker serves, with no plant lost."""

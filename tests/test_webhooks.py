@@ -368,6 +368,7 @@ def test_the_outbox_keeps_a_subscribers_key_never_its_password(worker_app, recei
     assert receiver.deliveries[0].authorization == f"Basic {basic}"
 
 
+@pytest.mark.slow
 def test_the_start_names_each_subscriber_by_its_place_origin_and_key():
     """So that an operator can tell which URL a warning names: by its place in the list."""
     urls = ["http://user:hunter2@127.0.0.1:9/hooks?key=k3y", "http://127.0.0.1:9/elsewhere"]
@@ -630,6 +631,7 @@ def readme_subscriber() -> str:
     return re.search(r"```python\n(.+?)```", section, flags=re.S)[1]
 
 
+@pytest.mark.slow
 def test_the_readmes_subscriber_verifies_each_event_and_refuses_a_forgery(worker_app):
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]
@@ -744,6 +746,7 @@ def test_urls_on_one_host_keep_a_connection_for_each_sender(receiver, caplog):
     assert caplog.records == []
 
 
+@pytest.mark.slow
 def test_under_gunicorn_the_webhook_metrics_count_every_worker(tmp_path, receiver):
     """Two workers share a SQLite outbox; a scrape, whichever answers it, counts both."""
     server, _ = sqlite_workers(
@@ -770,6 +773,7 @@ def test_under_gunicorn_the_webhook_metrics_count_every_worker(tmp_path, receive
     assert len(receiver.events()) == plants
 
 
+@pytest.mark.slow
 def test_at_debug_level_the_log_names_no_subscribers_path_or_query(tmp_path, receiver):
     """urllib3 logs each request's path and query at debug level; a query may hold a secret."""
     url = f"{receiver.url}?token=querysecret"
