@@ -30,7 +30,7 @@ NGINX_SIZE = re.compile(r"(\d+)([km]?)")
 
 #: Every status nginx answers for itself, in front of this service: 494 is its own code for a
 #: head over its buffers, answered as 431; 502 to 504 mean gunicorn is down or too slow.
-NGINX_REFUSALS = {400, 404, 405, 408, 413, 414, 494, 500, 501, 502, 503, 504, 505}
+NGINX_REFUSALS = {400, 404, 405, 408, 413, 414, 429, 494, 500, 501, 502, 503, 504, 505}
 
 
 def nginx_bytes(size: str) -> int:
@@ -259,3 +259,14 @@ def test_the_methods_the_site_passes_on_are_the_ones_the_service_answers():
         answer = client.simulate_options(path.replace("{id}", "1"))
         answered |= set(answer.headers["allow"].split(", "))
     assert set(allowed.split("|")) == answered
+
+
+def test_each_token_has_a_rate_at_the_edge_and_its_429_says_when_to_retry():
+    """The issue's rate, keyed by the Authorization header, counted where requests pass on."""
+    zone = "limit_req_zone $http_authorization zone=tokens:10m rate=100r/s;"
+    assert f"\n{zone}\n" in SITE.read_text()
+    proxied = block("    location /")
+    assert setting("limit_req", proxied) == "zone=tokens burst=200 nodelay"
+    assert setting("limit_req_status", proxied) == "429"
+    location = page(error_pages()[429][1])[2]
+    assert f"\n        add_header Retry-After {RETRY_AFTER_SECONDS} always;\n" in location
