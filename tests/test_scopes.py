@@ -222,3 +222,12 @@ def test_two_entries_for_one_token_are_refused(tmp_path, twice):
 def test_the_commands_line_holds_the_digest_alone_and_reads_back(token, name, scopes):
     line = line_for(token, name, scopes and ",".join(scopes))
     assert token not in line.split()[1:] and line.split()[0] == digest(token)
+
+
+def test_nothing_of_a_token_or_a_digest_reaches_the_metrics(scoped):
+    for token in (READER, WRITER, "unknown"):
+        call(scoped, token, "POST", "/plants", {"id": 1, "name": "fern"})
+    scraped = call(scoped, SCRAPER, "GET", "/metrics")
+    assert scraped.status_code == 200
+    for secret in (READER, WRITER, SCRAPER, "unknown", digest(READER)[7:], digest(WRITER)[7:]):
+        assert secret not in scraped.text

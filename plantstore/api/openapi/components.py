@@ -132,7 +132,15 @@ def spec_with_components() -> APISpec:
     )
     marshmallow.map_to_openapi_type(JSONInteger, "integer", "int64")
     marshmallow.map_to_openapi_type(DecimalInteger, "integer", "int64")
-    spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
+    spec.components.security_scheme(
+        "bearerAuth",
+        {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A token the service accepts, with the scope each operation names: "
+            "`read`, `write` or `metrics` (a token without it is answered 403).",
+        },
+    )
     # apispec merges what `component` holds into what the plugin makes of the schema.
     for name, schema in SCHEMAS.items():
         spec.components.schema(name, {"examples": [SCHEMA_EXAMPLES[name]]}, schema=schema)
