@@ -50,9 +50,9 @@ def test_info_names_the_service(document):
 
 
 def test_bearer_auth_applies_globally_but_not_to_health_or_the_document(document):
-    assert document["components"]["securitySchemes"] == {
-        "bearerAuth": {"type": "http", "scheme": "bearer"}
-    }
+    (scheme,) = document["components"]["securitySchemes"].values()
+    assert {key: scheme[key] for key in ("type", "scheme")} == {"type": "http", "scheme": "bearer"}
+    assert all(scope in scheme["description"] for scope in ("`read`", "`write`", "`metrics`"))
     assert document["security"] == [{"bearerAuth": []}]
     assert document["paths"]["/healthz"]["get"]["security"] == []
     assert document["paths"]["/openapi.json"]["get"]["security"] == []
