@@ -92,14 +92,15 @@ class GunicornServer:
     def request(self, method, path, body=None, headers=None) -> tuple[int, dict, bytes]:
         return send(self.connect(), method, path, body, headers)
 
-    def wait_for_stderr(self, pattern: str, timeout: float = 30) -> re.Match:
-        """Read gunicorn's stderr until `pattern` matches in it; fail after `timeout` seconds.
+    def wait_for_stderr(self, pattern: str, timeout: float = 30, count: int = 1) -> re.Match:
+        """Read gunicorn's stderr until `pattern` matches in it `count` times; give the last
+        match; fail after `timeout` seconds.
 
         What is read here is given back by `stop()` as well.
         """
         deadline = time.monotonic() + timeout
         descriptor = self._process.stderr.fileno()
-        while not (found := re.search(pattern, self._stderr_read)):
+        while len(found := list(re.finditer(pattern, self._stderr_read))) < count:
             remaining = deadline - time.monotonic()
             readable = remaining > 0 and select.select([descriptor], [], [], remaining)[0]
             chunk = os.read(descriptor, 65536) if readable else b""
@@ -108,7 +109,7 @@ class GunicornServer:
                     f"gunicorn wrote nothing matching {pattern!r}:\n{self._stderr_read}"
                 )
             self._stderr_read += chunk.decode()
-        return found
+        return found[-1]
 
     def stop(self) -> tuple[str, str]:
         """Stop gracefully and give back everything gunicorn printed (stdout, stderr)."""

@@ -608,3 +608,17 @@ def test_with_json_logs_every_line_of_both_logs_is_one_object_and_no_token_is_in
     )
     assert warning["level"] == "WARNING"
     assert any(entry["message"].startswith("Booting worker") for entry in errors)
+
+
+def test_a_stop_right_after_the_start_ends_at_once(tmp_path):
+    """A worker ignores a SIGTERM until it installs its own handlers, after `post_fork`: the
+    hook opens nothing, so a stop that comes as the workers boot is not kept waiting for
+    gunicorn's graceful timeout (30 s) by one that lost it."""
+    for attempt in range(5):
+        url = f"sqlite:///{tmp_path / f'plants-{attempt}.db'}"
+        environ = server_environ(PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE=url)
+        server = GunicornServer(environ, "--workers=3")
+        server.wait_for_stderr(r"Booting worker with pid: \d+", count=3)
+        began = time.monotonic()
+        server.stop()
+        assert time.monotonic() - began < 10

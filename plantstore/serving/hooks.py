@@ -3,9 +3,9 @@
 Nothing happens when this module is imported: gunicorn calls each hook in its master or in a
 worker, as its documentation says. The master checks the settings and reaches the store
 (`on_starting`), then makes what the run needs once its sockets are bound (`when_ready`). Each
-worker opens its own `Runtime` after the fork (`post_fork`), serves the app built on it
-(`worker_app`, gunicorn's `wsgi_app`), starts it (`post_worker_init`) and closes it
-(`worker_exit`). A process is one worker, so the runtime it opened is this module's to hold.
+worker opens its own `Runtime` after the fork, as it loads the app built on it (`worker_app`,
+gunicorn's `wsgi_app`), starts it (`post_worker_init`) and closes it (`worker_exit`). A process
+is one worker, so the runtime it opened is this module's to hold.
 """
 
 import os
@@ -28,7 +28,9 @@ METRICS_PREFIX = "plantstore-metrics-"
 #: The database the service started with (`prepare_store`): the master's, which every worker
 #: it forks inherits and answers for.
 _started_with = None
-#: This worker's store and deliverer (`plantstore.runtime.Runtime`), once `post_fork` opened them.
+#: This worker's gunicorn settings, once `post_fork` noted them.
+_settings = None
+#: This worker's store and deliverer (`plantstore.runtime.Runtime`), once `worker_app` opened them.
 _runtime = None
 
 
@@ -138,48 +140,45 @@ def _running(pid: int) -> bool:
 
 
 def post_fork(server, worker):
-    """Open this worker's store and deliverer, with the settings the master started with.
+    """Note this worker's gunicorn settings, for `worker_app` to open its runtime with.
+
+    Nothing is opened here: until the worker installs its own signal handlers, after this hook,
+    it has the master's, and a SIGTERM that came meanwhile would be lost (the master would wait
+    `--graceful-timeout` for the worker to stop). `worker_app` runs after they are installed.
 
     A memory-store worker that replaces an earlier one warns that it starts with no plants. The
     master counts the workers it forks (`worker.age`); a second one, after SIGHUP or a worker
     that died or stopped answering, has lost every plant the first one kept, while the service
     answers on, so an id can then take other content.
     """
+    global _settings
+    _settings = worker.cfg
     if worker.age > 1 and Config.from_env().memory:
         server.log.warning(
             "plantstore: this worker starts with an empty memory store: the plants kept by "
             "the worker before it are gone"
         )
-    if _runtime is None:  # else the app was preloaded, on a runtime the master opened
-        _open_runtime(Config.from_env(), worker.cfg)
-
-
-def _open_runtime(config: Config, settings) -> None:
-    """Open the process's runtime, for a worker with gunicorn's `settings`.
-
-    Imported here, in the worker: the runtime imports prometheus_client, which must first be
-    imported after `when_ready` named its directory.
-    """
-    from plantstore.runtime import Runtime
-
-    global _runtime
-    config = replace(config, forwarded_allow_ips=tuple(settings.forwarded_allow_ips))
-    _runtime = Runtime(config, threads=settings.threads, started_with=_started_with)
 
 
 def worker_app():
-    """The app this worker serves (gunicorn's `wsgi_app`), on the runtime `post_fork` opened.
+    """Open this worker's store and deliverer (its `Runtime`), and build the app on them
+    (gunicorn's `wsgi_app`).
 
-    Loaded outside a worker (`gunicorn --check-config`, `--print-config`, or `--preload` in the
-    master), it is built on a runtime of its own, as for a worker of gunicorn's defaults, once
-    the settings are checked as a start checks them.
+    Imported here, in the worker: the runtime imports prometheus_client, which must first be
+    imported after `when_ready` named its directory. Loaded outside a worker (`gunicorn
+    --check-config`, `--print-config`, or `--preload` in the master), it is built as for a
+    worker of gunicorn's defaults, once the settings are checked as a start checks them.
     """
     from gunicorn.config import Config as GunicornConfig  # which reads the environment
 
     from plantstore.app import create_app
+    from plantstore.runtime import Runtime
 
-    if _runtime is None:
-        _open_runtime(_checked_settings(), GunicornConfig())
+    global _runtime
+    config = Config.from_env() if _settings else _checked_settings()
+    settings = _settings or GunicornConfig()
+    config = replace(config, forwarded_allow_ips=tuple(settings.forwarded_allow_ips))
+    _runtime = Runtime(config, threads=settings.threads, started_with=_started_with)
     return create_app(_runtime.config, _runtime.store)
 
 
