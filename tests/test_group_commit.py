@@ -11,7 +11,9 @@ commit, it ends the batch with another such change (`held_at_its_end`).
 """
 
 import fcntl
+import json
 import os
+import queue
 import sqlite3
 import subprocess
 import threading
@@ -20,12 +22,14 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import cache, partial
+from types import SimpleNamespace
 
 import falcon.testing
 import psycopg
 import pytest
 
 from plantstore.app import create_app
+from plantstore.core.plants import Put
 from plantstore.core.stores import PlantStore, StoreUnavailable
 from plantstore.stores import group_commit, open_store
 from plantstore.stores.memory import MemoryStore
@@ -327,6 +331,84 @@ def test_a_batch_of_conflicting_changes_answers_each_as_a_serial_order_does(
     statuses = [200, 409, 200, 412, 200, 412, 204, 404, 200, 404, 201, 412, 200]
     assert [status for status, _, _ in expected] == statuses
     assert client.simulate_get("/plants").json == serial.simulate_get("/plants").json
+
+
+# The writer's promises: a batch in id order; `close` makes what is queued and under way.
+
+FALLING_IDS = [5, 4, 3, 2, 1]
+
+
+def test_a_postgresql_batch_makes_its_changes_in_id_order(postgres_url, queued, callers):
+    """Writers of other workers and hosts lock rows, and make new ones, in one order, their
+    ids: none waits for another in a circle. Changes queued by falling ids make one batch,
+    whose events the outbox holds in rising ids."""
+    store = open_store(postgres_url, subscribers=["subscriber"])
+    try:
+        with held(store, callers, queued):
+            answers = queue_in_order(
+                callers,
+                queued,
+                [partial(store.add, i, document(f"plant {i}")) for i in FALLING_IDS],
+            )
+        assert [answer.result(PATIENCE) for answer in answers] == [
+            document(f"plant {i}") for i in FALLING_IDS
+        ]
+        now = time.time()
+        deliveries = store.claim("subscriber", now, now + 60, 10)
+        assert [json.loads(d.body)["data"]["id"] for d in deliveries] == sorted(FALLING_IDS)
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def stopping(monkeypatch):
+    """Noted when a store's writer is told to stop: `close` has queued its end."""
+    noted = Noted()
+
+    class WatchedQueue(queue.SimpleQueue):
+        def put(self, item, block=True, timeout=None):
+            super().put(item, block, timeout)
+            if item is None:
+                noted(item)
+
+    watched = SimpleNamespace(SimpleQueue=WatchedQueue, Empty=queue.Empty)
+    monkeypatch.setattr(group_commit, "queue", watched)
+    return noted
+
+
+@durable
+def test_close_makes_and_answers_the_changes_queued_and_under_way(
+    store_url, queued, stopping, callers
+):
+    """A worker that exits closes its store while requests wait for their changes: the change
+    under way (held by its condition) and those queued behind it are made and answered before
+    the store lets its connections go, and the next to open the store finds them."""
+    store = open_store(store_url)
+    holder = Holder()
+    (under_way,) = queue_together(
+        callers, queued, [partial(store.put, 1, document("fern"), holder)]
+    )
+    assert holder.entered.wait(PATIENCE)
+    behind = queue_together(
+        callers, queued, [partial(store.add, i, document(f"plant {i}")) for i in (2, 3)]
+    )
+    closed = callers.submit(store.close)
+    stopping.wait_until(at_least(1))
+    holder.released.set()
+    assert under_way.result(PATIENCE) == (Put.CREATED, document("fern"))
+    assert [answer.result(PATIENCE) for answer in behind] == [
+        document("plant 2"),
+        document("plant 3"),
+    ]
+    closed.result(PATIENCE)
+    reopened = open_store(store_url)
+    try:
+        assert [reopened.get(i) for i in (1, 2, 3)] == [
+            document("fern"),
+            *(document(f"plant {i}") for i in (2, 3)),
+        ]
+    finally:
+        reopened.close()
 
 
 # A batch whose commit fails answers 503 to each request, and none of its changes is visible.
