@@ -4,6 +4,7 @@ The benchmark itself (`python -m bench`) is not part of the suite: these run a f
 every case, on small stores. The parts over loopback run for a second each under `-m slow`.
 """
 
+import os
 import random
 import subprocess
 import sys
@@ -11,10 +12,11 @@ from itertools import count, islice
 from types import SimpleNamespace
 
 import falcon.testing
+import fastapi.testclient
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from bench import durable, inprocess, loopback, pages, postgres, webhooks
+from bench import durable, inprocess, loopback, pages, peer, postgres, webhooks
 from bench.environs import (
     AUTHORIZED,
     CONFIG,
@@ -22,12 +24,13 @@ from bench.environs import (
     InvalidRun,
     Replayer,
     create,
+    plant_body,
     replay,
     tag_of,
 )
 from bench.load import Creates, Deletes, Request, python_load
 from bench.loopback import choose_setup, pinned
-from bench.server import ROOT, WARM_UP_REQUESTS, Server, server_environ
+from bench.server import ROOT, WARM_UP_REQUESTS, Peer, Server, server_environ
 from bench.stock import Stock, document, fill_postgres, fill_sqlite
 from plantstore.api.conditions import etag_of
 from plantstore.app import create_app
@@ -175,6 +178,63 @@ def test_sqlite_is_filled_as_the_service_would_fill_it(tmp_path):
 def test_postgresql_is_filled_as_the_service_would_fill_it(postgres_url):
     fill_postgres(postgres_url, Stock(pages.TAG_PLANTS))
     assert_filled_like_the_service(postgres_url, Stock(pages.TAG_PLANTS))
+
+
+@pytest.fixture
+def peer_client():
+    return fastapi.testclient.TestClient(peer.create_peer_app())
+
+
+def test_the_peer_creates_as_the_service_does(peer_client):
+    """The bench's creates answer 200 with the plant, an identical repeat 200 again, other
+    content under the same id 409; fields the contract does not name are ignored."""
+    created = peer_client.post("/plants", content=plant_body(7), headers=AUTHORIZED)
+    assert (created.status_code, created.json()) == (200, {"name": "plant-7", "tag": "tree"})
+    repeated = peer_client.post("/plants", content=plant_body(7), headers=AUTHORIZED)
+    assert (repeated.status_code, repeated.json()) == (200, created.json())
+    other = peer_client.post("/plants", json={"id": 7, "name": "other"}, headers=AUTHORIZED)
+    assert other.status_code == 409
+    assert other.json() == {"error": 409, "message": "Plant 7 already exists with other content."}
+    untagged = peer_client.post("/plants", json={"id": 8, "name": "a", "x": 1}, headers=AUTHORIZED)
+    assert (untagged.status_code, untagged.json()) == (200, {"name": "a"})
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"id": "7", "name": "a"},
+        {"id": 7.0, "name": "a"},
+        {"id": True, "name": "a"},
+        {"id": 2**63, "name": "a"},
+        {"id": 7},
+        {"id": 7, "name": 5},
+    ],
+)
+def test_the_peer_refuses_what_the_contract_refuses_with_400_and_the_error_body(peer_client, body):
+    refused = peer_client.post("/plants", json=body, headers=AUTHORIZED)
+    assert refused.status_code == 400
+    assert refused.json()["error"] == 400
+    assert peer_client.post("/plants", json={"id": 7, "name": "a"}, headers=AUTHORIZED).is_success
+
+
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer wrong", "Basic YmVuY2gtdG9rZW4=", "bench-token"]
+)
+def test_the_peer_answers_401_and_the_error_body_without_the_token(peer_client, authorization):
+    headers = {} if authorization is None else {"Authorization": authorization}
+    refused = peer_client.post("/plants", content=plant_body(7), headers=headers)
+    assert refused.status_code == 401
+    assert refused.json()["error"] == 401
+    assert refused.headers["WWW-Authenticate"] == "Bearer"
+
+
+@pytest.mark.slow
+def test_the_peer_serves_under_uvicorn_on_the_servers_cpu():
+    cpu = min(os.sched_getaffinity(0))
+    with Peer(cpu) as served:
+        served.warm_up(Creates(0), requests=3)
+        pid = served.pid
+        assert os.sched_getaffinity(pid) == {cpu}
 
 
 def scrape_of(commits: dict[str, int], changes: dict[str, int]) -> str:
@@ -345,7 +405,8 @@ def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
     arguments += ["loopback-pages", "tail"]
     arguments += ["--generator", "python"]
     arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
-    run_bench(*arguments)
+    printed = run_bench(*arguments)
+    assert f"x {loopback.PEER}'s (target ≥ 1.0x: " in printed
 
 
 @pytest.mark.slow
