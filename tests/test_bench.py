@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+from contextlib import ExitStack, closing
 from itertools import count, islice
 from types import SimpleNamespace
 
@@ -16,7 +17,7 @@ import fastapi.testclient
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from bench import durable, inprocess, loopback, pages, peer, postgres, webhooks
+from bench import counts, durable, inprocess, loopback, pages, peer, postgres, webhooks
 from bench.environs import (
     AUTHORIZED,
     CONFIG,
@@ -28,7 +29,7 @@ from bench.environs import (
     replay,
     tag_of,
 )
-from bench.load import Creates, Deletes, Request, python_load
+from bench.load import Creates, Deletes, LoadResult, Request, python_load
 from bench.loopback import choose_setup, pinned
 from bench.server import ROOT, WARM_UP_REQUESTS, Peer, Server, server_environ
 from bench.stock import Stock, document, fill_postgres, fill_sqlite
@@ -279,6 +280,88 @@ def test_a_service_that_does_not_count_commits_and_changes_has_no_figure(before,
     assert commits.per_change is None
 
 
+def test_cpu_time_is_read_after_the_command_whatever_it_holds():
+    """utime 13 and stime 17 ticks; its reaped children's, 19 and 23."""
+    stat = "42 (a) b) (c) S 1 42 42 0 -1 4194560 9 0 0 0 13 17 19 23 20 0 1 0 9 1 1 0\n"
+    assert counts.cpu_ticks(stat) == 30
+    assert counts.cpu_ticks(stat, reaped=True) == 72
+
+
+def burn_cpu(seconds: float) -> None:
+    """Run a child that spends `seconds` of CPU time, and wait for it (reaping it)."""
+    burner = f"import time\nwhile time.process_time() < {seconds}: pass"
+    subprocess.run([sys.executable, "-c", burner], check=True)
+
+
+def test_a_family_counts_the_cpu_time_of_the_children_it_reaped():
+    before = counts.family_ticks(os.getpid(), itself=False)
+    burn_cpu(0.3)
+    assert counts.family_ticks(os.getpid(), itself=False) - before >= 0.25 * counts.TICKS_A_SECOND
+
+
+SS = """\
+0      0      127.0.0.1:40001 127.0.0.1:5432 users:(("python",pid=11,fd=7))
+\t bbr wscale:10,10 rto:204 bytes_sent:364 segs_out:16 segs_in:15 data_segs_out:13 data_segs_in:13
+0      0      127.0.0.1:40002 127.0.0.1:5432 users:(("python",pid=22,fd=8))
+\t bbr wscale:10,10 rto:204 bytes_sent:9 segs_out:4 segs_in:4 data_segs_out:2 data_segs_in:2
+0      0      127.0.0.1:40003 127.0.0.1:5432 users:(("python",pid=11,fd=9),("python",pid=33,fd=9))
+\t bbr wscale:10,10 rto:204 segs_out:1 segs_in:1
+"""
+
+
+def test_the_segments_sent_are_those_of_the_connections_the_service_holds():
+    """A connection that sent no data has no data_segs_out in ss's output: it sent none."""
+    assert counts.segments_sent(SS, {11, 12}) == {"127.0.0.1:40001": 13, "127.0.0.1:40003": 0}
+    assert counts.segments_sent(SS, {22}) == {"127.0.0.1:40002": 2}
+    assert counts.segments_sent("", {11}) == {}
+
+
+def test_a_connection_opened_in_a_run_counts_every_segment_and_one_closed_none():
+    tally = counts.Tally()
+    before = counts.Reading(100, 50, 7, {"kept": 10, "closed": 4})
+    after = counts.Reading(160, 80, 12, {"kept": 25, "opened": 3})
+    tally.add(10, before, after)
+    assert (tally.service_us(), tally.postgres_us()) == (
+        6 * 1e6 / counts.TICKS_A_SECOND,
+        3 * 1e6 / counts.TICKS_A_SECOND,
+    )
+    assert (tally.statements_each(), tally.round_trips_each(), tally.closed) == (0.5, 1.8, 1)
+
+
+class ScriptedPostgres:
+    """A database whose transactions are reported as told, and whose other counts stay put."""
+
+    def __init__(self, transactions: list[int]) -> None:
+        self.reported = iter(transactions)
+
+    def transactions(self) -> int:
+        return next(self.reported)
+
+    def cpu_ticks(self) -> int:
+        return 0
+
+    def statements(self) -> int:
+        return 0
+
+    def segments(self, pids) -> dict[str, int]:
+        return {}
+
+
+def test_a_runs_transactions_are_those_reported_once_it_settled(monkeypatch):
+    """Read right after the run, the last of them would be missing: they are read later."""
+    monkeypatch.setattr(counts, "REPORTED_WITHIN", 0)
+    server = SimpleNamespace(pid=os.getpid(), worker_pids=list)
+    counter = counts.Counter(server, ScriptedPostgres([100, 190]))
+    tally = counts.Tally()
+    run = LoadResult(requests=300, seconds=1, p50_us=1, p99_us=1, unexpected=0, socket_errors=0)
+    counter.run(lambda: run, tally)
+    assert tally.transactions == 0
+    counter.settle()
+    assert tally.transactions_each() == 90 / 300
+    counter.settle()
+    assert tally.transactions == 90
+
+
 def answer(client: falcon.testing.TestClient, request: Request) -> falcon.testing.Result:
     method, path, body, headers = request
     return client.simulate_request(method, path, body=body, headers=headers)
@@ -364,6 +447,34 @@ def test_the_durable_parts_cluster_waits_for_the_disk_and_the_tests_does_not(
 
 
 @pytest.mark.slow
+def test_a_counted_run_on_postgresql_counts_every_transaction_statement_and_trip():
+    """Counted over a second of creates: at least the commits the service counted itself (read
+    at once, PostgreSQL's count would miss the last of them), a statement and a round trip
+    each, and the CPU time of both sides.
+    """
+    setup = choose_setup("python")
+    with ExitStack() as stack:
+        cluster = stack.enter_context(postgres.cluster(setup.server_cpu, durable=True))
+        url = postgres.create_database(cluster, durable.DATABASE)
+        database = stack.enter_context(closing(counts.Postgres(cluster, durable.DATABASE)))
+        server = stack.enter_context(Server(None, server_environ(PLANTSTORE_STORE=url)))
+        server.warm_up(loopback.CREATES_BEFORE, requests=10)
+        counter, tally = counts.Counter(server, database), counts.Tally()
+        before = durable.scrape(server)
+        with pinned(setup.load_cpu):
+            run = counter.run(lambda: setup.load(server.port, Creates(0), 1, 4), tally)
+        after = durable.scrape(server)
+        counter.settle()
+    assert run.valid
+    assert tally.requests == run.requests > 0
+    assert tally.transactions >= after[durable.COMMITS] - before[durable.COMMITS] > 0
+    assert tally.statements >= tally.transactions
+    assert tally.segments >= tally.transactions
+    assert tally.service_ticks > 0 and tally.postgres_ticks > 0
+    assert tally.closed == 0
+
+
+@pytest.mark.slow
 def test_a_paced_load_sends_at_its_rate():
     with Server(None, server_environ(), "bench.floor:app") as server:
         server.warm_up(Creates(-10), requests=10)
@@ -422,3 +533,7 @@ def test_the_durable_part_runs_every_case_and_every_answer_is_as_expected():
             assert f"  {case}, {connections} connections\n" in printed
     compared = [line for line in printed.splitlines() if "x memory's (target ≤ 3x: " in line]
     assert len(compared) == len(durable.CONNECTIONS) * len(durable.CASES) * durable_stores
+    counted = [line for line in printed.splitlines() if "a request: service CPU " in line]
+    assert len(counted) == len(durable.CONNECTIONS) * len(durable.COUNTED) * (1 + durable_stores)
+    if durable_stores == 2:
+        assert sum(" round trips (target ≤ 0.5: " in line for line in counted) == 1
