@@ -10,10 +10,10 @@ import platform
 import subprocess
 import sys
 import tempfile
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from importlib.metadata import version
 
-from bench import durable, inprocess, loopback, memory, pages, postgres, webhooks
+from bench import counts, durable, inprocess, loopback, memory, pages, postgres, webhooks
 from bench.environs import InvalidRun
 from bench.load import LoadResult
 from bench.profiling import profile
@@ -34,6 +34,10 @@ PARTS = (
 #: The parts served by gunicorn over loopback: all but those measured in process.
 LOOPBACK_PARTS = set(PARTS) - {"inprocess", "pages", "memory"}
 LIBRARIES = ("falcon", "marshmallow", "orjson", "gunicorn")
+#: The peer's, printed beside the service's.
+PEER_LIBRARIES = ("fastapi", "pydantic", "uvicorn", "uvloop", "httptools")
+#: The least share of the floor's creates a second the memory store's may serve over loopback.
+MEMORY_OF_FLOOR = 0.85
 
 
 def verdict(passed: bool) -> str:
@@ -144,26 +148,40 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
         f"  each PUT renames one of the {len(loopback.WARMED_UP)} plants of the warm-up in turn,"
         " with a name no request sent before (200)"
     )
+    print(
+        f"  {loopback.PEER}: bench/peer.py, the same creates validated by pydantic, one worker,"
+        " its access log on like the service's;"
+    )
+    print("  " + ", ".join(f"{name} {version(name)}" for name in PEER_LIBRARIES))
     print_setup(setup, args)
     postgres_url = cluster and postgres.create_database(cluster, "plants_created")
-    floor, results = loopback.beside_floor(
+    references, results = loopback.beside_floor(
         setup,
         postgres_url,
         {"POST": loopback.creates, "PUT": loopback.replaces},
         args.loopback_rounds,
         args.seconds,
         args.connections,
+        (loopback.FLOOR, loopback.PEER),
     )
-    print(describe_runs("floor", floor))
+    floor, peer = references[loopback.FLOOR], references[loopback.PEER]
+    print(describe_runs(loopback.FLOOR, floor))
+    print(
+        describe_runs(loopback.PEER, peer) + f"  {peer.per_second / floor.per_second:4.0%} of floor"
+    )
     for store, figures in results.items():
         posts, puts = figures["POST"], figures["PUT"]
         share = posts.per_second / floor.per_second
-        # The target is the memory store's: a durable store waits for the disk at every create.
-        target = {
-            "memory": f"target ≥ 80%: {verdict(share >= 0.80)}",
-            "sqlite": "durable",
-            "postgresql": "fsync off",
-        }[store]
+        # The targets are the memory store's: a durable store waits for the disk at every create.
+        if store == "memory":
+            against_peer = posts.per_second / peer.per_second
+            target = (
+                f"target ≥ {MEMORY_OF_FLOOR:.0%}: {verdict(share >= MEMORY_OF_FLOOR)}),"
+                f" {against_peer:4.2f}x {loopback.PEER}'s (target ≥ 1.0x:"
+                f" {verdict(against_peer >= 1)}"
+            )
+        else:
+            target = {"sqlite": "durable", "postgresql": "fsync off"}[store]
         print(describe_runs(store, posts) + f"  {share:4.0%} of floor ({target})")
         # A replace costs what a create costs: within a tenth, what runs over loopback move by.
         ratio = puts.per_second / posts.per_second
@@ -172,7 +190,8 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
             + f"  {puts.per_second / floor.per_second:4.0%} of floor, {ratio:4.2f}x POST's"
             f" (target ≥ 0.9x: {verdict(ratio >= 0.9)})"
         )
-    return floor.valid and all(f.valid for both in results.values() for f in both.values())
+    valid = all(f.valid for f in references.values())
+    return valid and all(f.valid for both in results.values() for f in both.values())
 
 
 def run_loopback_reads(setup: loopback.Setup, cluster, args) -> bool:
@@ -183,7 +202,7 @@ def run_loopback_reads(setup: loopback.Setup, cluster, args) -> bool:
     print("  304: the same with If-None-Match naming the plant's ETag, as a cache revalidates")
     print_setup(setup, args)
     postgres_url = cluster and postgres.create_database(cluster, "plants_read")
-    floor, results = loopback.beside_floor(
+    references, results = loopback.beside_floor(
         setup,
         postgres_url,
         {"GET": lambda _round: loopback.READS, "304": lambda _round: loopback.REVALIDATIONS},
@@ -191,6 +210,7 @@ def run_loopback_reads(setup: loopback.Setup, cluster, args) -> bool:
         args.seconds,
         args.connections,
     )
+    floor = references[loopback.FLOOR]
     print(describe_runs("floor", floor))
     for store, figures in results.items():
         gets, revalidated = figures["GET"], figures["304"]
@@ -210,25 +230,38 @@ def run_loopback_reads(setup: loopback.Setup, cluster, args) -> bool:
 
 def run_durable(setup: loopback.Setup, args) -> bool:
     print("\ndurable stores over loopback, against the memory store in the same rounds")
-    print("  POST /plants, a fresh id each request; DELETE /plants/{id}, each stored plant once")
+    print(
+        "  POST /plants, a fresh id each request; PUT /plants/{id}, a replace of a plant of the"
+        " warm-up;\n  DELETE /plants/{id}, each stored plant once"
+    )
     print_setup(setup, args, " and ".join(map(str, durable.CONNECTIONS)))
     directory = tempfile.gettempdir()
     print(
         f"  SQLite with synchronous = FULL (the store's own); files in {directory},"
         f" on {durable.filesystem(directory)}"
     )
+    print(
+        "  counted a request, over the runs of creates and replaces: the service's CPU (its"
+        " workers'), and on PostgreSQL\n  the cluster's CPU, transactions (xact_commit),"
+        " statements (pg_stat_statements) and round trips (data segments sent to it)"
+    )
     with ExitStack() as stack:
         cluster = start_cluster(stack, setup, durable=True)
-        postgres_url = None
+        postgres_url = postgres_counts = None
         if cluster is not None:
             settings = postgres.durability(cluster.url())
             print("  PostgreSQL with " + ", ".join(f"{k} = {v}" for k, v in settings.items()))
             if set(settings.values()) != {"on"}:
                 print("  INVALID: PostgreSQL's commits would not wait for the disk")
                 return False
-            postgres_url = postgres.create_database(cluster, "plants_durable")
+            postgres_url = postgres.create_database(cluster, durable.DATABASE)
+            postgres_counts = stack.enter_context(
+                closing(counts.Postgres(cluster, durable.DATABASE))
+            )
         try:
-            results = durable.measure(setup, postgres_url, args.loopback_rounds, args.seconds)
+            results = durable.measure(
+                setup, postgres_url, postgres_counts, args.loopback_rounds, args.seconds
+            )
         except InvalidRun as ex:
             print(f"  INVALID: {ex}")
             return False
@@ -237,12 +270,24 @@ def run_durable(setup: loopback.Setup, args) -> bool:
         for case, measured in cases.items():
             print(f"  {case}, {connections} connections")
             expected = 204 if case == "deletes" else 200
-            memory = measured["memory"].figures
+            memory = measured["memory"]
             for store, store_measured in measured.items():
-                print(describe_runs(store, store_measured.figures, expected))
+                line = describe_runs(store, store_measured.figures, expected)
+                if case == "replaces":
+                    creates = cases["creates"][store].figures
+                    ratio = store_measured.figures.per_second / creates.per_second
+                    line += (
+                        f"  {ratio:4.2f}x POST's"
+                        f" (target ≥ {durable.REPLACES_TARGET}x:"
+                        f" {verdict(ratio >= durable.REPLACES_TARGET)})"
+                    )
+                print(line)
                 if store != "memory":
-                    verdicts = durable_verdicts(connections, case, memory, store_measured)
+                    verdicts = durable_verdicts(connections, case, memory.figures, store_measured)
                     print(f"  {'':18} {verdicts}")
+                if store_measured.counts is not None:
+                    counted = durable_counts(connections, case, store, memory, store_measured)
+                    print(f"  {'':19} {counted}")
                 valid &= store_measured.figures.valid
     return valid
 
@@ -263,6 +308,41 @@ def durable_verdicts(
     line += f" {verdict(tail <= durable.P99_TARGET)}), commits a change "
     commits = measured.commits_per_change
     return line + ("n/a" if commits is None else f"{commits:4.2f}")
+
+
+def durable_counts(
+    connections: int,
+    case: str,
+    store: str,
+    memory: durable.Measured,
+    measured: durable.Measured,
+) -> str:
+    """What a request cost the service, and PostgreSQL, counted; against their targets, which
+    are those of a create at the most connections.
+    """
+    targeted = case == "creates" and connections == max(durable.CONNECTIONS)
+    counted = measured.counts
+    line = f"a request: service CPU {counted.service_us():5.0f} µs"
+    if store != "memory":
+        ratio = counted.service_us() / memory.counts.service_us()
+        line += f", {ratio:4.2f}x memory's"
+        if targeted:
+            target = durable.SERVICE_CPU_TARGET
+            line += f" (target ≤ {target}x: {verdict(ratio <= target)})"
+    if store != "postgresql":
+        return line
+    transactions, round_trips = counted.transactions_each(), counted.round_trips_each()
+    line += f"; PostgreSQL CPU {counted.postgres_us():4.0f} µs, {transactions:4.2f} transactions"
+    if targeted:
+        target = durable.TRANSACTIONS_TARGET
+        line += f" (target ≤ {target}: {verdict(transactions <= target)})"
+    line += f", {counted.statements_each():4.2f} statements, {round_trips:4.2f} round trips"
+    if targeted:
+        target = durable.ROUND_TRIPS_TARGET
+        line += f" (target ≤ {target}: {verdict(round_trips <= target)})"
+    if counted.closed:
+        line += f" ({counted.closed} connections closed in the runs: their trips not counted)"
+    return line
 
 
 def run_loopback_webhooks(setup: loopback.Setup, args) -> bool:
@@ -379,11 +459,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=PARTS,
         metavar="PART",
         help="what to measure (all by default): inprocess (POST, GET /plants/{id}, the ETag's"
-        " share of a GET), pages (in process), loopback (POST and PUT throughput),"
+        " share of a GET), pages (in process), loopback (POST and PUT throughput, beside the"
+        " floor and FastAPI + uvicorn),"
         " loopback-reads (GET /plants/{id} answered 200 and 304), loopback-webhooks (POST"
-        " throughput with webhooks to a subscriber that never answers), durable (creates and"
-        " deletes on SQLite and on a PostgreSQL with fsync on, against the memory store, at 8"
-        " and 64 connections whatever --connections says), delivery (webhooks' delay and"
+        " throughput with webhooks to a subscriber that never answers), durable (creates,"
+        " replaces and deletes on SQLite and on a PostgreSQL with fsync on, against the memory"
+        " store, at 8 and 64 connections whatever --connections says, and what a request costs"
+        " them, counted), delivery (webhooks' delay and"
         " throughput), loopback-pages, tail, memory",
     )
     parser.add_argument("--rounds", type=int, default=15, help="in-process rounds")

@@ -1,5 +1,5 @@
-"""Durability as users run it: creates and deletes over loopback on the durable stores, each
-beside the memory store in the same rounds, at 8 and at 64 connections.
+"""Durability as users run it: creates, replaces and deletes over loopback on the durable
+stores, each beside the memory store in the same rounds, at 8 and at 64 connections.
 
 SQLite keeps the store's own `synchronous = FULL`; PostgreSQL is a cluster of the bench's own
 with `fsync` and `synchronous_commit` on (`bench.postgres`). Both keep their files in the
@@ -7,7 +7,9 @@ temporary directory. Every server is `gunicorn -c gunicorn.conf.py`, one a store
 part; loads take turns within each round, in reversed order every other round, and each figure
 is the median of its rounds.
 
-Creates send a fresh id each request, as `loopback` does. Deletes delete plants the store
+Creates send a fresh id each request, as `loopback` does; replaces rename the plants of the
+warm-up in turn, a fresh name each request, as `loopback.replaces` does. Deletes delete plants
+the store
 holds, each once: before each delete run the bench lists, through the service's own pages, the
 plants that no delete run was given yet (most come from the create runs). When they are fewer
 than twice the most requests a measured run on that server answered, it first creates more
@@ -19,6 +21,9 @@ Commits per acknowledged change: how much the service's `plantstore_store_commit
 over each run, against its `plantstore_store_changes_total`, both read from its `/metrics`,
 summed over their labels and over the rounds. A store that batches its changes commits less
 than once a change; where the service does not count them there is no figure.
+
+Creates and replaces are counted too (`bench.counts`): the service's CPU a request on every
+store, and on PostgreSQL the cluster's CPU, transactions, statements and round trips a request.
 """
 
 import subprocess
@@ -27,21 +32,33 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.counts import Counter, Postgres, Tally
 from bench.environs import READER, InvalidRun
-from bench.load import Creates, Deletes, LoadResult, Workload
-from bench.loopback import CREATES_BEFORE, IDS_PER_RUN, Figures, Setup, pinned, stores
+from bench.load import Creates, Deletes, LoadResult, Replaces, Workload
+from bench.loopback import CREATES_BEFORE, IDS_PER_RUN, WARMED_UP, Figures, Setup, pinned, stores
 from bench.server import Server, server_environ
 
 CONNECTIONS = (8, 64)
-CASES = ("creates", "deletes")
+#: The PostgreSQL database served from.
+DATABASE = "plants_durable"
+CASES = ("creates", "replaces", "deletes")
+#: The cases whose runs are counted (`bench.counts`).
+COUNTED = ("creates", "replaces")
 #: The least share of the memory store's creates a second, at each connection count.
 CREATES_TARGETS = {8: 0.60, 64: 0.80}
 #: The most a durable store's p99 may be, as a multiple of the memory store's.
 P99_TARGET = 3
+#: The least a store's replaces a second may be, as a multiple of its creates'.
+REPLACES_TARGET = 0.9
+#: At 64 connections: the most CPU of the service a durable store's create may cost, as a
+#: multiple of the memory store's, and the most transactions and round trips a create may cost
+#: PostgreSQL.
+SERVICE_CPU_TARGET, TRANSACTIONS_TARGET, ROUND_TRIPS_TARGET = 1.3, 0.35, 0.5
 COMMITS, CHANGES = "plantstore_store_commits_total", "plantstore_store_changes_total"
 #: Plants a page of the listing holds: the most `GET /plants` gives.
 PAGE = 1000
@@ -101,7 +118,9 @@ def scrape(server: Server) -> dict[str, float]:
 
 
 class Plants:
-    """The plants of one server: fresh ids to create, and stored plants to delete, each once."""
+    """The plants of one server: fresh ids to create, names to replace the warm-up's with, and
+    stored plants to delete, each once.
+    """
 
     def __init__(self, server: Server, load: Callable[..., LoadResult], seconds: int) -> None:
         self._server = server
@@ -118,6 +137,13 @@ class Plants:
         """The ids of a new run of creates: each run's start `IDS_PER_RUN` above the last's."""
         self._runs += 1
         return Creates(self._runs * IDS_PER_RUN)
+
+    def replaces(self) -> Replaces:
+        """A new run of replaces of the plants of the warm-up: each run's names start
+        `IDS_PER_RUN` versions above the last run's.
+        """
+        self._runs += 1
+        return Replaces(WARMED_UP, self._runs * IDS_PER_RUN)
 
     def deletes(self) -> Deletes:
         """Every stored plant no delete run was given: at least twice as many as the most
@@ -166,44 +192,66 @@ class Plants:
 
 @dataclass(frozen=True)
 class Measured:
-    """The figures of one load, and the commits its runs made a change (None: not counted)."""
+    """The figures of one load, the commits its runs made a change (None: not counted), and
+    what its runs made the service and the database do (None: a case not counted).
+    """
 
     figures: Figures
     commits_per_change: float | None
+    counts: Tally | None
+
+
+def workload_of(plants: Plants, case: str) -> Workload:
+    if case == "creates":
+        return plants.creates()
+    if case == "replaces":
+        return plants.replaces()
+    return plants.deletes()
 
 
 def measure(
-    setup: Setup, postgres_url: str | None, rounds: int, seconds: int
+    setup: Setup, postgres_url: str | None, postgres: Postgres | None, rounds: int, seconds: int
 ) -> dict[int, dict[str, dict[str, Measured]]]:
-    """By connection count, case and store: the figures of its runs, and the commits a change.
+    """By connection count, case and store: the figures of its runs, the commits a change, and
+    the counts of the cases `COUNTED`.
 
-    The stores are memory, SQLite and, with `postgres_url`, PostgreSQL (`bench.loopback.stores`).
+    The stores are memory, SQLite and, with `postgres_url`, PostgreSQL (`bench.loopback.stores`),
+    whose database `postgres` counts.
     """
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         servers = {
             store: stack.enter_context(Server(setup.server_cpu, server_environ(**environ)))
             for store, environ in stores(tmp, postgres_url).items()
         }
-        plants = {}
+        plants, counters = {}, {}
         for store, server in servers.items():
             server.warm_up(CREATES_BEFORE)
             plants[store] = Plants(server, setup.load, seconds)
+            counters[store] = Counter(server, postgres if store == "postgresql" else None)
         loads = [(c, case, store) for c in CONNECTIONS for case in CASES for store in servers]
         runs: dict[tuple[int, str, str], list[LoadResult]] = {load: [] for load in loads}
         commits = {load: Commits() for load in loads}
+        tallies = {load: Tally() for load in loads if load[1] in COUNTED}
         with pinned(setup.load_cpu):
             for round_number in range(rounds):
                 for load in loads if round_number % 2 == 0 else loads[::-1]:
                     connections, case, store = load
-                    server, made = servers[store], plants[store]
-                    workload = made.creates() if case == "creates" else made.deletes()
+                    server, made, counter = servers[store], plants[store], counters[store]
+                    counter.settle()
+                    workload = workload_of(made, case)
                     before = scrape(server)
-                    run = setup.load(server.port, workload, seconds, connections)
+                    run = counter.run(
+                        partial(setup.load, server.port, workload, seconds, connections),
+                        tallies.get(load),
+                    )
                     commits[load].add(before, scrape(server))
                     made.ran(workload, run, connections)
                     runs[load].append(run)
+            for counter in counters.values():
+                counter.settle()
     measured: dict[int, dict[str, dict[str, Measured]]] = {}
-    for (connections, case, store), results in runs.items():
-        figures = Measured(Figures.of(results), commits[connections, case, store].per_change)
+    for load, results in runs.items():
+        connections, case, store = load
+        figures = Measured(Figures.of(results), commits[load].per_change, tallies.get(load))
         measured.setdefault(connections, {}).setdefault(case, {})[store] = figures
     return measured

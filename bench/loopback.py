@@ -14,7 +14,7 @@ from functools import partial
 from typing import TypeVar
 
 from bench.load import Creates, LoadResult, Reads, Replaces, Revalidations, Workload, python_load
-from bench.server import WARM_UP_REQUESTS, Server, server_environ
+from bench.server import WARM_UP_REQUESTS, Listener, Peer, Server, server_environ
 from bench.stock import document
 from bench.wrk import ensure_wrk, wrk_load
 from plantstore.api.conditions import etag_of
@@ -79,6 +79,26 @@ class Served:
     args: tuple[str, ...] = ()
     warm_up: Workload = CREATES_BEFORE
 
+    def start(self, cpu: int | None) -> Listener:
+        return Server(cpu, server_environ(**self.overrides), *self.args)
+
+
+@dataclass(frozen=True)
+class ServedPeer:
+    """The peer to start (`bench.peer`, under uvicorn), and what is sent to it before any run."""
+
+    warm_up: Workload = CREATES_BEFORE
+
+    def start(self, cpu: int | None) -> Listener:
+        return Peer(cpu)
+
+
+#: What the service's creates are measured beside: the floor, served under the same settings,
+#: and the peer.
+FLOOR = "floor"
+PEER = "fastapi + uvicorn"
+REFERENCES = {FLOOR: Served(args=("bench.floor:app",)), PEER: ServedPeer()}
+
 
 @dataclass(frozen=True)
 class Load:
@@ -122,7 +142,7 @@ def pinned(cpu: int | None) -> Iterator[None]:
 
 def compare(
     setup: Setup,
-    servers: dict[str, Served],
+    servers: dict[str, Served | ServedPeer],
     loads: dict[_Key, Load],
     rounds: int,
     seconds: int,
@@ -135,9 +155,7 @@ def compare(
     """
     with ExitStack() as stack:
         running = {
-            name: stack.enter_context(
-                Server(setup.server_cpu, server_environ(**served.overrides), *served.args)
-            )
+            name: stack.enter_context(served.start(setup.server_cpu))
             for name, served in servers.items()
         }
         for name, server in running.items():
@@ -171,25 +189,27 @@ def beside_floor(
     rounds: int,
     seconds: int,
     connections: int,
-) -> tuple[Figures, dict[str, dict[str, Figures]]]:
-    """The floor app's creates, and each of `workloads` on the service on each store, all under
-    `gunicorn.conf.py`: the floor's figures, and each store's by workload.
+    references: tuple[str, ...] = (FLOOR,),
+) -> tuple[dict[str, Figures], dict[str, dict[str, Figures]]]:
+    """The creates of each of `references` (of `REFERENCES`: the floor app under
+    `gunicorn.conf.py`, the peer), and each of `workloads` on the service on each store, under
+    `gunicorn.conf.py` too: the references' figures, and each store's by workload.
 
     The workloads of a store take turns on one server, so they share its plants: those of the
     warm-up, and those the creates add.
     """
     with tempfile.TemporaryDirectory() as tmp:
-        servers = {"floor": Served(args=("bench.floor:app",))}
-        loads = {("floor", "creates"): Load("floor", creates)}
+        servers = {name: REFERENCES[name] for name in references}
+        loads = {(name, "creates"): Load(name, creates) for name in references}
         for store, environ in stores(tmp, postgres_url).items():
             servers[store] = Served(environ)
             loads.update({(store, name): Load(store, made) for name, made in workloads.items()})
         figures = compare(setup, servers, loads, rounds, seconds, connections)
     by_store: dict[str, dict[str, Figures]] = {}
     for (server, name), measured in figures.items():
-        if server != "floor":
+        if server not in references:
             by_store.setdefault(server, {})[name] = measured
-    return figures["floor", "creates"], by_store
+    return {name: figures[name, "creates"] for name in references}, by_store
 
 
 def tail(

@@ -5,7 +5,9 @@ user when root), started while this process is pinned to the server's CPU, so th
 processes share that CPU with gunicorn and leave the other to the load generator. The cluster
 of `loopback` and `loopback-pages` runs with `fsync` off, like the tests': its creates do not
 wait for the disk, unlike SQLite's. That of `durable` is a durable one, with `fsync` and
-`synchronous_commit` on, as a deployed server runs: its commits wait for the disk.
+`synchronous_commit` on, as a deployed server runs: its commits wait for the disk; it counts
+the statements it runs (pg_stat_statements, created in its `postgres` database), for the bench
+to read.
 """
 
 import importlib.util
@@ -34,8 +36,13 @@ def unavailable() -> str | None:
 @contextmanager
 def cluster(cpu: int | None, durable: bool = False) -> Iterator[PostgresServer]:
     with pinned(cpu):
-        server = PostgresServer(find_bindir(), durable)
+        server = PostgresServer(find_bindir(), durable, statements=durable)
     try:
+        if durable:
+            import psycopg
+
+            with psycopg.connect(server.url(), autocommit=True) as connection:
+                connection.execute("CREATE EXTENSION pg_stat_statements")
         yield server
     finally:
         server.remove()

@@ -47,12 +47,14 @@ class PostgresServer:
 
     It runs with `fsync` off, as tests need no disk to survive them; a `durable` one keeps
     `fsync` and `synchronous_commit` on, as a deployed server does, for the benchmark to
-    measure commits that wait for the disk.
+    measure commits that wait for the disk. With `statements`, it loads pg_stat_statements
+    (`shared_preload_libraries`), for the benchmark to count the statements it runs.
     """
 
-    def __init__(self, bindir: Path, durable: bool = False) -> None:
+    def __init__(self, bindir: Path, durable: bool = False, statements: bool = False) -> None:
         self._bindir = bindir
         self._durable = durable
+        self._statements = statements
         self._directory = Path(tempfile.mkdtemp(prefix="plantstore-postgres-"))
         self._as_owner: list[str] = []
         if os.geteuid() == 0:
@@ -74,8 +76,14 @@ class PostgresServer:
             "-c max_connections=200 "
             # Named either way, so that no configuration file decides it.
             + ("-c fsync=on -c synchronous_commit=on" if self._durable else "-c fsync=off")
+            + (" -c shared_preload_libraries=pg_stat_statements" if self._statements else "")
         )
         self._run("pg_ctl", "start", "-w", "-D", self._data, "-l", self.log, "-o", options)
+
+    @property
+    def postmaster_pid(self) -> int:
+        """The pid of the running server's first process, the parent of all the others."""
+        return int((self._data / "postmaster.pid").read_text().split()[0])
 
     def stop(self) -> None:
         """Stop at once, ending every session, and wait until it is down."""
@@ -86,7 +94,7 @@ class PostgresServer:
         """Stop every process of this cluster (SIGSTOP), as a hung server would be, until the
         block ends; its connections stay open, and nothing answers on them.
         """
-        postmaster = int((self._data / "postmaster.pid").read_text().split()[0])
+        postmaster = self.postmaster_pid
         os.kill(postmaster, signal.SIGSTOP)
         # Stopped, it forks no more backends: the list is complete.
         children = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()

@@ -4,17 +4,20 @@ The benchmark itself (`python -m bench`) is not part of the suite: these run a f
 every case, on small stores. The parts over loopback run for a second each under `-m slow`.
 """
 
+import os
 import random
 import subprocess
 import sys
+from contextlib import ExitStack, closing
 from itertools import count, islice
 from types import SimpleNamespace
 
 import falcon.testing
+import fastapi.testclient
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from bench import durable, inprocess, loopback, pages, postgres, webhooks
+from bench import counts, durable, inprocess, loopback, pages, peer, postgres, webhooks
 from bench.environs import (
     AUTHORIZED,
     CONFIG,
@@ -22,12 +25,13 @@ from bench.environs import (
     InvalidRun,
     Replayer,
     create,
+    plant_body,
     replay,
     tag_of,
 )
-from bench.load import Creates, Deletes, Request, python_load
+from bench.load import Creates, Deletes, LoadResult, Request, python_load
 from bench.loopback import choose_setup, pinned
-from bench.server import ROOT, WARM_UP_REQUESTS, Server, server_environ
+from bench.server import ROOT, WARM_UP_REQUESTS, Peer, Server, server_environ
 from bench.stock import Stock, document, fill_postgres, fill_sqlite
 from plantstore.api.conditions import etag_of
 from plantstore.app import create_app
@@ -177,6 +181,63 @@ def test_postgresql_is_filled_as_the_service_would_fill_it(postgres_url):
     assert_filled_like_the_service(postgres_url, Stock(pages.TAG_PLANTS))
 
 
+@pytest.fixture
+def peer_client():
+    return fastapi.testclient.TestClient(peer.create_peer_app())
+
+
+def test_the_peer_creates_as_the_service_does(peer_client):
+    """The bench's creates answer 200 with the plant, an identical repeat 200 again, other
+    content under the same id 409; fields the contract does not name are ignored."""
+    created = peer_client.post("/plants", content=plant_body(7), headers=AUTHORIZED)
+    assert (created.status_code, created.json()) == (200, {"name": "plant-7", "tag": "tree"})
+    repeated = peer_client.post("/plants", content=plant_body(7), headers=AUTHORIZED)
+    assert (repeated.status_code, repeated.json()) == (200, created.json())
+    other = peer_client.post("/plants", json={"id": 7, "name": "other"}, headers=AUTHORIZED)
+    assert other.status_code == 409
+    assert other.json() == {"error": 409, "message": "Plant 7 already exists with other content."}
+    untagged = peer_client.post("/plants", json={"id": 8, "name": "a", "x": 1}, headers=AUTHORIZED)
+    assert (untagged.status_code, untagged.json()) == (200, {"name": "a"})
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"id": "7", "name": "a"},
+        {"id": 7.0, "name": "a"},
+        {"id": True, "name": "a"},
+        {"id": 2**63, "name": "a"},
+        {"id": 7},
+        {"id": 7, "name": 5},
+    ],
+)
+def test_the_peer_refuses_what_the_contract_refuses_with_400_and_the_error_body(peer_client, body):
+    refused = peer_client.post("/plants", json=body, headers=AUTHORIZED)
+    assert refused.status_code == 400
+    assert refused.json()["error"] == 400
+    assert peer_client.post("/plants", json={"id": 7, "name": "a"}, headers=AUTHORIZED).is_success
+
+
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer wrong", "Basic YmVuY2gtdG9rZW4=", "bench-token"]
+)
+def test_the_peer_answers_401_and_the_error_body_without_the_token(peer_client, authorization):
+    headers = {} if authorization is None else {"Authorization": authorization}
+    refused = peer_client.post("/plants", content=plant_body(7), headers=headers)
+    assert refused.status_code == 401
+    assert refused.json()["error"] == 401
+    assert refused.headers["WWW-Authenticate"] == "Bearer"
+
+
+@pytest.mark.slow
+def test_the_peer_serves_under_uvicorn_on_the_servers_cpu():
+    cpu = min(os.sched_getaffinity(0))
+    with Peer(cpu) as served:
+        served.warm_up(Creates(0), requests=3)
+        pid = served.pid
+        assert os.sched_getaffinity(pid) == {cpu}
+
+
 def scrape_of(commits: dict[str, int], changes: dict[str, int]) -> str:
     """What /metrics shows with these commits and changes counted, by the label `store`."""
     registry = CollectorRegistry()
@@ -217,6 +278,88 @@ def test_a_service_that_does_not_count_commits_and_changes_has_no_figure(before,
     commits.add(counted(1, 1), counted(2, 2))
     commits.add(durable.store_counters(before), durable.store_counters(after))
     assert commits.per_change is None
+
+
+def test_cpu_time_is_read_after_the_command_whatever_it_holds():
+    """utime 13 and stime 17 ticks; its reaped children's, 19 and 23."""
+    stat = "42 (a) b) (c) S 1 42 42 0 -1 4194560 9 0 0 0 13 17 19 23 20 0 1 0 9 1 1 0\n"
+    assert counts.cpu_ticks(stat) == 30
+    assert counts.cpu_ticks(stat, reaped=True) == 72
+
+
+def burn_cpu(seconds: float) -> None:
+    """Run a child that spends `seconds` of CPU time, and wait for it (reaping it)."""
+    burner = f"import time\nwhile time.process_time() < {seconds}: pass"
+    subprocess.run([sys.executable, "-c", burner], check=True)
+
+
+def test_a_family_counts_the_cpu_time_of_the_children_it_reaped():
+    before = counts.family_ticks(os.getpid(), itself=False)
+    burn_cpu(0.3)
+    assert counts.family_ticks(os.getpid(), itself=False) - before >= 0.25 * counts.TICKS_A_SECOND
+
+
+SS = """\
+0      0      127.0.0.1:40001 127.0.0.1:5432 users:(("python",pid=11,fd=7))
+\t bbr wscale:10,10 rto:204 bytes_sent:364 segs_out:16 segs_in:15 data_segs_out:13 data_segs_in:13
+0      0      127.0.0.1:40002 127.0.0.1:5432 users:(("python",pid=22,fd=8))
+\t bbr wscale:10,10 rto:204 bytes_sent:9 segs_out:4 segs_in:4 data_segs_out:2 data_segs_in:2
+0      0      127.0.0.1:40003 127.0.0.1:5432 users:(("python",pid=11,fd=9),("python",pid=33,fd=9))
+\t bbr wscale:10,10 rto:204 segs_out:1 segs_in:1
+"""
+
+
+def test_the_segments_sent_are_those_of_the_connections_the_service_holds():
+    """A connection that sent no data has no data_segs_out in ss's output: it sent none."""
+    assert counts.segments_sent(SS, {11, 12}) == {"127.0.0.1:40001": 13, "127.0.0.1:40003": 0}
+    assert counts.segments_sent(SS, {22}) == {"127.0.0.1:40002": 2}
+    assert counts.segments_sent("", {11}) == {}
+
+
+def test_a_connection_opened_in_a_run_counts_every_segment_and_one_closed_none():
+    tally = counts.Tally()
+    before = counts.Reading(100, 50, 7, {"kept": 10, "closed": 4})
+    after = counts.Reading(160, 80, 12, {"kept": 25, "opened": 3})
+    tally.add(10, before, after)
+    assert (tally.service_us(), tally.postgres_us()) == (
+        6 * 1e6 / counts.TICKS_A_SECOND,
+        3 * 1e6 / counts.TICKS_A_SECOND,
+    )
+    assert (tally.statements_each(), tally.round_trips_each(), tally.closed) == (0.5, 1.8, 1)
+
+
+class ScriptedPostgres:
+    """A database whose transactions are reported as told, and whose other counts stay put."""
+
+    def __init__(self, transactions: list[int]) -> None:
+        self.reported = iter(transactions)
+
+    def transactions(self) -> int:
+        return next(self.reported)
+
+    def cpu_ticks(self) -> int:
+        return 0
+
+    def statements(self) -> int:
+        return 0
+
+    def segments(self, pids) -> dict[str, int]:
+        return {}
+
+
+def test_a_runs_transactions_are_those_reported_once_it_settled(monkeypatch):
+    """Read right after the run, the last of them would be missing: they are read later."""
+    monkeypatch.setattr(counts, "REPORTED_WITHIN", 0)
+    server = SimpleNamespace(pid=os.getpid(), worker_pids=list)
+    counter = counts.Counter(server, ScriptedPostgres([100, 190]))
+    tally = counts.Tally()
+    run = LoadResult(requests=300, seconds=1, p50_us=1, p99_us=1, unexpected=0, socket_errors=0)
+    counter.run(lambda: run, tally)
+    assert tally.transactions == 0
+    counter.settle()
+    assert tally.transactions_each() == 90 / 300
+    counter.settle()
+    assert tally.transactions == 90
 
 
 def answer(client: falcon.testing.TestClient, request: Request) -> falcon.testing.Result:
@@ -304,6 +447,34 @@ def test_the_durable_parts_cluster_waits_for_the_disk_and_the_tests_does_not(
 
 
 @pytest.mark.slow
+def test_a_counted_run_on_postgresql_counts_every_transaction_statement_and_trip():
+    """Counted over a second of creates: at least the commits the service counted itself (read
+    at once, PostgreSQL's count would miss the last of them), a statement and a round trip
+    each, and the CPU time of both sides.
+    """
+    setup = choose_setup("python")
+    with ExitStack() as stack:
+        cluster = stack.enter_context(postgres.cluster(setup.server_cpu, durable=True))
+        url = postgres.create_database(cluster, durable.DATABASE)
+        database = stack.enter_context(closing(counts.Postgres(cluster, durable.DATABASE)))
+        server = stack.enter_context(Server(None, server_environ(PLANTSTORE_STORE=url)))
+        server.warm_up(loopback.CREATES_BEFORE, requests=10)
+        counter, tally = counts.Counter(server, database), counts.Tally()
+        before = durable.scrape(server)
+        with pinned(setup.load_cpu):
+            run = counter.run(lambda: setup.load(server.port, Creates(0), 1, 4), tally)
+        after = durable.scrape(server)
+        counter.settle()
+    assert run.valid
+    assert tally.requests == run.requests > 0
+    assert tally.transactions >= after[durable.COMMITS] - before[durable.COMMITS] > 0
+    assert tally.statements >= tally.transactions
+    assert tally.segments >= tally.transactions
+    assert tally.service_ticks > 0 and tally.postgres_ticks > 0
+    assert tally.closed == 0
+
+
+@pytest.mark.slow
 def test_a_paced_load_sends_at_its_rate():
     with Server(None, server_environ(), "bench.floor:app") as server:
         server.warm_up(Creates(-10), requests=10)
@@ -345,7 +516,8 @@ def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
     arguments += ["loopback-pages", "tail"]
     arguments += ["--generator", "python"]
     arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
-    run_bench(*arguments)
+    printed = run_bench(*arguments)
+    assert f"x {loopback.PEER}'s (target ≥ 1.0x: " in printed
 
 
 @pytest.mark.slow
@@ -361,3 +533,7 @@ def test_the_durable_part_runs_every_case_and_every_answer_is_as_expected():
             assert f"  {case}, {connections} connections\n" in printed
     compared = [line for line in printed.splitlines() if "x memory's (target ≤ 3x: " in line]
     assert len(compared) == len(durable.CONNECTIONS) * len(durable.CASES) * durable_stores
+    counted = [line for line in printed.splitlines() if "a request: service CPU " in line]
+    assert len(counted) == len(durable.CONNECTIONS) * len(durable.COUNTED) * (1 + durable_stores)
+    if durable_stores == 2:
+        assert sum(" round trips (target ≤ 0.5: " in line for line in counted) == 1
