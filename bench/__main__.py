@@ -474,7 +474,7 @@ def run_memory(args) -> bool:
     return True
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
         "--parts",
@@ -524,11 +524,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         choices=["floor", *inprocess.CASES],
         help="profile this in-process case instead of benchmarking",
     )
-    return parser.parse_args(argv)
+    return parser
 
 
 def main(argv: list[str]) -> int:
-    args = parse_args(argv)
+    args = make_parser().parse_args(argv)
     if args.profile:
         print(profile(args.profile, args.batch * 10))
         return 0
@@ -563,4 +563,5 @@ def main(argv: list[str]) -> int:
     return 0 if valid else 1
 
 
-sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
