@@ -38,6 +38,9 @@ LIBRARIES = ("falcon", "marshmallow", "orjson", "gunicorn")
 PEER_LIBRARIES = ("fastapi", "pydantic", "uvicorn", "uvloop", "httptools")
 #: The least share of the floor's creates a second the memory store's may serve over loopback.
 MEMORY_OF_FLOOR = 0.85
+#: The least share of the memory store's creates a second (its token in `PLANTSTORE_TOKENS`)
+#: that it may serve with its token from a tokens file, a digest entry with scopes.
+FILE_TOKEN_OF_PLAIN = 0.95
 
 
 def verdict(passed: bool) -> str:
@@ -153,6 +156,10 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
         " its access log on like the service's;"
     )
     print("  " + ", ".join(f"{name} {version(name)}" for name in PEER_LIBRARIES))
+    print(
+        f"  {loopback.TOKENS_FILE}: the memory store, the token from PLANTSTORE_TOKENS_FILE alone"
+        f" (its sha256: digest, name=bench scopes={loopback.TOKEN_SCOPES})"
+    )
     print_setup(setup, args)
     postgres_url = cluster and postgres.create_database(cluster, "plants_created")
     references, results = loopback.beside_floor(
@@ -163,6 +170,7 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
         args.seconds,
         args.connections,
         (loopback.FLOOR, loopback.PEER),
+        file_token=True,
     )
     floor, peer = references[loopback.FLOOR], references[loopback.PEER]
     print(describe_runs(loopback.FLOOR, floor))
@@ -183,6 +191,8 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
         else:
             target = {"sqlite": "durable", "postgresql": "fsync off"}[store]
         print(describe_runs(store, posts) + f"  {share:4.0%} of floor ({target})")
+        if store == "memory":
+            print(describe_file_token(references[loopback.TOKENS_FILE], posts, floor))
         # A replace costs what a create costs: within a tenth, what runs over loopback move by.
         ratio = puts.per_second / posts.per_second
         print(
@@ -192,6 +202,20 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
         )
     valid = all(f.valid for f in references.values())
     return valid and all(f.valid for both in results.values() for f in both.values())
+
+
+def describe_file_token(
+    file_token: loopback.Figures, memory: loopback.Figures, floor: loopback.Figures
+) -> str:
+    """The memory store's creates with the token from the tokens file, against its creates with
+    the token in `PLANTSTORE_TOKENS`.
+    """
+    ratio = file_token.per_second / memory.per_second
+    return (
+        describe_runs(loopback.TOKENS_FILE, file_token)
+        + f"  {file_token.per_second / floor.per_second:4.0%} of floor, {ratio:4.2f}x memory's"
+        f" (target ≥ {FILE_TOKEN_OF_PLAIN}x: {verdict(ratio >= FILE_TOKEN_OF_PLAIN)})"
+    )
 
 
 def run_loopback_reads(setup: loopback.Setup, cluster, args) -> bool:
@@ -450,7 +474,7 @@ def run_memory(args) -> bool:
     return True
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
         "--parts",
@@ -460,7 +484,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="PART",
         help="what to measure (all by default): inprocess (POST, GET /plants/{id}, the ETag's"
         " share of a GET), pages (in process), loopback (POST and PUT throughput, beside the"
-        " floor and FastAPI + uvicorn),"
+        " floor and FastAPI + uvicorn; creates with the token from a tokens file),"
         " loopback-reads (GET /plants/{id} answered 200 and 304), loopback-webhooks (POST"
         " throughput with webhooks to a subscriber that never answers), durable (creates,"
         " replaces and deletes on SQLite and on a PostgreSQL with fsync on, against the memory"
@@ -500,11 +524,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         choices=["floor", *inprocess.CASES],
         help="profile this in-process case instead of benchmarking",
     )
-    return parser.parse_args(argv)
+    return parser
 
 
 def main(argv: list[str]) -> int:
-    args = parse_args(argv)
+    args = make_parser().parse_args(argv)
     if args.profile:
         print(profile(args.profile, args.batch * 10))
         return 0
@@ -539,4 +563,5 @@ def main(argv: list[str]) -> int:
     return 0 if valid else 1
 
 
-sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

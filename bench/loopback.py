@@ -11,13 +11,16 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TypeVar
 
+from bench.environs import TOKEN
 from bench.load import Creates, LoadResult, Reads, Replaces, Revalidations, Workload, python_load
 from bench.server import WARM_UP_REQUESTS, Listener, Peer, Server, server_environ
 from bench.stock import document
 from bench.wrk import ensure_wrk, wrk_load
 from plantstore.api.conditions import etag_of
+from plantstore.api.token_file import line_for
 
 _Key = TypeVar("_Key")
 
@@ -98,6 +101,11 @@ class ServedPeer:
 FLOOR = "floor"
 PEER = "fastapi + uvicorn"
 REFERENCES = {FLOOR: Served(args=("bench.floor:app",)), PEER: ServedPeer()}
+#: The memory store served with the bench's token in a tokens file (`tokens_file`), its
+#: creates measured beside those of the memory store whose token is in `PLANTSTORE_TOKENS`.
+TOKENS_FILE = "memory, file token"
+#: What the bench's token may do when it comes from the tokens file: what creates need.
+TOKEN_SCOPES = "write"
 
 
 @dataclass(frozen=True)
@@ -182,6 +190,18 @@ def stores(tmp: str, postgres_url: str | None) -> dict[str, dict[str, str]]:
     return selected
 
 
+def tokens_file(directory: str) -> dict[str, str]:
+    """Write a tokens file in `directory` that accepts the bench's token; give the environment
+    that serves it.
+
+    Its one line is the token's digest, named `bench`, with `TOKEN_SCOPES`: the line `plantstore
+    token` prints for a token it makes, as a deployed tokens file holds them.
+    """
+    path = Path(directory) / "tokens"
+    path.write_text(line_for(TOKEN, "bench", TOKEN_SCOPES) + "\n")
+    return {"PLANTSTORE_TOKENS_FILE": str(path)}
+
+
 def beside_floor(
     setup: Setup,
     postgres_url: str | None,
@@ -190,26 +210,33 @@ def beside_floor(
     seconds: int,
     connections: int,
     references: tuple[str, ...] = (FLOOR,),
+    file_token: bool = False,
 ) -> tuple[dict[str, Figures], dict[str, dict[str, Figures]]]:
     """The creates of each of `references` (of `REFERENCES`: the floor app under
     `gunicorn.conf.py`, the peer), and each of `workloads` on the service on each store, under
     `gunicorn.conf.py` too: the references' figures, and each store's by workload.
 
+    With `file_token`, the creates of the memory store served with its token from a tokens file
+    join the references' figures, as `TOKENS_FILE`.
+
     The workloads of a store take turns on one server, so they share its plants: those of the
     warm-up, and those the creates add.
     """
     with tempfile.TemporaryDirectory() as tmp:
-        servers = {name: REFERENCES[name] for name in references}
-        loads = {(name, "creates"): Load(name, creates) for name in references}
+        servers: dict[str, Served | ServedPeer] = {name: REFERENCES[name] for name in references}
+        if file_token:
+            servers[TOKENS_FILE] = Served(tokens_file(tmp))
+        beside = tuple(servers)
+        loads = {(name, "creates"): Load(name, creates) for name in beside}
         for store, environ in stores(tmp, postgres_url).items():
             servers[store] = Served(environ)
             loads.update({(store, name): Load(store, made) for name, made in workloads.items()})
         figures = compare(setup, servers, loads, rounds, seconds, connections)
     by_store: dict[str, dict[str, Figures]] = {}
     for (server, name), measured in figures.items():
-        if server not in references:
+        if server not in beside:
             by_store.setdefault(server, {})[name] = measured
-    return {name: figures[name, "creates"] for name in references}, by_store
+    return {name: figures[name, "creates"] for name in beside}, by_store
 
 
 def tail(

@@ -25,8 +25,12 @@ WARM_UP_REQUESTS = 200
 
 
 def server_environ(**overrides: str) -> dict[str, str]:
-    """The environment minus the service's own settings, with the bench's token."""
-    return gunicorn_server.server_environ(PLANTSTORE_TOKENS=TOKEN, **overrides)
+    """The environment minus the service's own settings, with the bench's token in
+    `PLANTSTORE_TOKENS`, unless `overrides` name a `PLANTSTORE_TOKENS_FILE`: the token is then
+    that file's alone, so that a request's token is found in it.
+    """
+    tokens = {} if "PLANTSTORE_TOKENS_FILE" in overrides else {"PLANTSTORE_TOKENS": TOKEN}
+    return gunicorn_server.server_environ(**tokens, **overrides)
 
 
 class Listener:

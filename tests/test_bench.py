@@ -22,6 +22,7 @@ from bench.environs import (
     AUTHORIZED,
     CONFIG,
     READER,
+    TOKEN,
     InvalidRun,
     Replayer,
     create,
@@ -34,7 +35,9 @@ from bench.loopback import choose_setup, pinned
 from bench.server import ROOT, WARM_UP_REQUESTS, Peer, Server, server_environ
 from bench.stock import Stock, document, fill_postgres, fill_sqlite
 from plantstore.api.conditions import etag_of
+from plantstore.api.token_file import read_tokens_file
 from plantstore.app import create_app
+from plantstore.serving.settings import read_settings
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.postgres_server import PostgresServer
@@ -388,6 +391,25 @@ def test_the_reads_read_the_plants_of_the_warm_up_and_a_revalidation_names_their
         assert answer(warmed_up, request).status_code == 304
 
 
+def test_the_file_tokens_server_takes_the_benchs_token_from_the_file_alone(tmp_path):
+    """A start reads the file the bench writes; its one entry is the token's digest, with no
+    more scopes than creates need; and the environment lists no token besides."""
+    environ = server_environ(**loopback.tokens_file(str(tmp_path)))
+    assert "PLANTSTORE_TOKENS" not in environ
+    config = read_settings(environ)
+    assert config.tokens == frozenset()
+    (entry,) = read_tokens_file(config.tokens_file)
+    assert (entry.hashed, entry.name, entry.scopes) == (True, "bench", {"write"})
+    assert TOKEN not in (tmp_path / "tokens").read_text()
+
+
+def test_the_token_from_the_file_lets_the_loopback_creates_create(tmp_path):
+    config = read_settings(server_environ(**loopback.tokens_file(str(tmp_path))))
+    client = falcon.testing.TestClient(create_app(config, MemoryStore()))
+    for request in islice(loopback.creates(0).requests(), 3):
+        assert answer(client, request).status_code == 200
+
+
 def test_every_replace_changes_its_plant_round_after_round(warmed_up):
     """Each PUT answers 200 with a plant other than the one it replaced: none stores what was
     there already (a PUT that changes nothing costs less), nor creates one (201)."""
@@ -518,6 +540,10 @@ def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
     arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
     printed = run_bench(*arguments)
     assert f"x {loopback.PEER}'s (target ≥ 1.0x: " in printed
+    (file_token,) = [
+        line for line in printed.splitlines() if line.startswith(f"  {loopback.TOKENS_FILE} ")
+    ]
+    assert "x memory's (target ≥ 0.95x: " in file_token
 
 
 @pytest.mark.slow

@@ -183,13 +183,20 @@ def worker_app():
 
 
 def post_worker_init(worker):
-    """The app is loaded: start delivering this worker's events."""
-    _runtime.start()
+    """The app is loaded: start delivering this worker's events.
+
+    A worker that serves an app named on gunicorn's command line (the bench's floor) never
+    called `worker_app`, and has no runtime to start.
+    """
+    if _runtime is not None:
+        _runtime.start()
 
 
 def worker_exit(server, worker):
-    """Stop delivering, let attempts under way end, and close the worker's store."""
-    _runtime.close()
+    """Stop delivering, let attempts under way end, and close the worker's store, if it opened
+    one."""
+    if _runtime is not None:
+        _runtime.close()
 
 
 def post_request(worker, req, environ, resp):
