@@ -270,3 +270,16 @@ def test_each_token_has_a_rate_at_the_edge_and_its_429_says_when_to_retry():
     assert setting("limit_req_status", proxied) == "429"
     location = page(error_pages()[429][1])[2]
     assert f"\n        add_header Retry-After {RETRY_AFTER_SECONDS} always;\n" in location
+
+
+def test_nginx_keeps_its_connections_to_gunicorn_for_less_time_than_gunicorn_does():
+    """Else nginx could send a request on a connection gunicorn has just closed."""
+    site = SITE.read_text()
+    start = site.index("\nupstream plantstore {\n")
+    upstream = site[start : site.index("\n}\n", start)]
+    assert int(setting("keepalive", upstream)) > 0
+    held = int(re.search(r"^keepalive = (\d+)$", (ROOT / "gunicorn.conf.py").read_text(), re.M)[1])
+    assert int(setting("keepalive_timeout", upstream).removesuffix("s")) < held
+    # nginx speaks HTTP/1.0 to an upstream and says `Connection: close` unless told otherwise.
+    assert setting("proxy_http_version") == "1.1"
+    assert setting("proxy_set_header Connection") == '""'
