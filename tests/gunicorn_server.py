@@ -26,7 +26,9 @@ class GunicornServer:
 
     The socket listens before gunicorn starts, so a request sent at once waits in the backlog
     until a worker accepts it: there is nothing to poll and no port to race for. It is a
-    loopback TCP socket, or a unix socket at `unix_path` (as a reverse proxy would use).
+    loopback TCP socket on `host` (127.0.0.1 unless told; 127.0.0.2 and on stand for other
+    hosts) and `port` (a free one unless told), or a unix socket at `unix_path` (as a reverse
+    proxy would use).
 
     gunicorn's output comes back from `stop()`; with `log_dir` it goes to `access.log` and
     `error.log` there instead of a pipe, for runs long enough to fill a pipe. With `cpu`, the
@@ -39,14 +41,17 @@ class GunicornServer:
         self,
         environ: dict[str, str],
         *args: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
         unix_path: Path | None = None,
         log_dir: Path | None = None,
         cpu: int | None = None,
         command: tuple[str, ...] = tuple(GUNICORN),
         cwd: Path = ROOT,
     ) -> None:
+        self.host = host
         if unix_path is None:
-            self._socket = socket.create_server(("127.0.0.1", 0), backlog=1024)
+            self._socket = socket.create_server((host, port), backlog=1024)
             self.port = self._socket.getsockname()[1]
         else:
             self._socket = socket.socket(socket.AF_UNIX)
@@ -83,11 +88,27 @@ class GunicornServer:
 
     def kill(self) -> None:
         """SIGKILL the master and every worker at once, as `kill -9 -PGID` does: none of them
-        answers, logs or forks again, as after a crash of the whole service."""
-        os.killpg(self.pid, signal.SIGKILL)
+        answers, logs or forks again, as after a crash of the whole service.
+
+        Return once every one of them has exited, its files closed: then nothing of gunicorn
+        holds the socket, and after `stop()` its port is free for a server started again.
+        """
+        # A pidfd reads as ready once its process has exited.
+        exits = []
+        for pid in [self.pid, *self.worker_pids()]:
+            with contextlib.suppress(ProcessLookupError):
+                exits.append(os.pidfd_open(pid))
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+            for descriptor in exits:
+                exited, _, _ = select.select([descriptor], [], [], 30)
+                assert exited, "a gunicorn process outlived SIGKILL by 30 s"
+        finally:
+            for descriptor in exits:
+                os.close(descriptor)
 
     def connect(self, timeout: float = 30) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None) -> tuple[int, dict, bytes]:
         return send(self.connect(), method, path, body, headers)

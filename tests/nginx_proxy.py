@@ -21,6 +21,9 @@ NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 DEBIAN_NGINX = Path("/etc/nginx")
 #: The site's `listen` line, which a deployment on another address or with TLS replaces.
 LISTEN = "listen 80 default_server;"
+#: The site's one upstream server, gunicorn's socket as deploy/plantstore.service binds it,
+#: which a deployment with its gunicorn elsewhere, or on several hosts, replaces.
+SHIPPED_SERVER = "server unix:/run/plantstore/gunicorn.sock fail_timeout=0;"
 
 #: A main configuration that keeps every file nginx writes in the test's directory (and allows
 #: as many connections as Debian's own).
@@ -61,11 +64,20 @@ def unit_gunicorn_flags() -> list[str]:
     return flags
 
 
-def render_site(upstream: str, listen: str, prefix: str = "") -> str:
-    """The shipped site, changed only where a deployment changes it (as its comments say)."""
+def render_site(upstream: str | list[str], listen: str, prefix: str = "") -> str:
+    """The shipped site, changed only where a deployment changes it (as its comments say).
+
+    `upstream` is the one server in place of the shipped socket (`unix:PATH` or `HOST:PORT`),
+    or a list of several hosts' `HOST:PORT`, each on a `server` line of its own, as the
+    upstream block's comment shows (a test may add the line's parameters, such as `backup`).
+    """
     site = SITE.read_text()
+    if isinstance(upstream, str):
+        servers = f"server {upstream} fail_timeout=0;"
+    else:
+        servers = "\n    ".join(f"server {address};" for address in upstream)
     replacements = {
-        "server unix:/run/plantstore/gunicorn.sock": f"server {upstream}",
+        SHIPPED_SERVER: servers,
         LISTEN: listen,
     }
     if prefix:
@@ -119,14 +131,15 @@ class ForegroundNginx:
 
 
 class NginxProxy(ForegroundNginx):
-    """nginx in front of `upstream` (`unix:PATH` or `HOST:PORT`), on a loopback port, with the
-    site alone in a main configuration of the test's own. With `certificate` (a PEM certificate
-    and key), nginx speaks TLS on it."""
+    """nginx in front of `upstream` (`unix:PATH` or `HOST:PORT`, or a list of hosts'
+    `HOST:PORT`: see `render_site`), on a loopback port, with the site alone in a main
+    configuration of the test's own. With `certificate` (a PEM certificate and key), nginx
+    speaks TLS on it."""
 
     def __init__(
         self,
         directory: Path,
-        upstream: str,
+        upstream: str | list[str],
         prefix: str = "",
         certificate: tuple[Path, Path] | None = None,
     ) -> None:

@@ -270,3 +270,35 @@ def test_each_token_has_a_rate_at_the_edge_and_its_429_says_when_to_retry():
     assert setting("limit_req_status", proxied) == "429"
     location = page(error_pages()[429][1])[2]
     assert f"\n        add_header Retry-After {RETRY_AFTER_SECONDS} always;\n" in location
+
+
+def test_the_upstreams_comment_shows_how_to_list_several_hosts():
+    """A `server` line for each host, as tests/nginx_proxy.py renders them, the unit's
+    gunicorn bound to TCP on one of them, and its FORWARDED_ALLOW_IPS naming nginx's hosts."""
+    site = SITE.read_text()
+    comment = site[: site.index("\nupstream plantstore {")].rsplit("\n\n", 1)[1]
+    hosts = re.findall(r"^#     server (\d+\.\d+\.\d+\.\d+:\d+);$", comment, re.MULTILINE)
+    assert len(hosts) >= 2
+    assert f"`plantstore serve --bind {hosts[0]}`" in comment
+    assert re.search(r"`Environment=FORWARDED_ALLOW_IPS=[\d.,]+`", comment)
+
+
+def test_nginx_keeps_its_connections_to_gunicorn_for_less_time_than_gunicorn_does():
+    """Else nginx could send a request on a connection gunicorn has just closed."""
+    site = SITE.read_text()
+    start = site.index("\nupstream plantstore {\n")
+    upstream = site[start : site.index("\n}\n", start)]
+    assert int(setting("keepalive", upstream)) > 0
+    held = int(re.search(r"^keepalive = (\d+)$", (ROOT / "gunicorn.conf.py").read_text(), re.M)[1])
+    assert int(setting("keepalive_timeout", upstream).removesuffix("s")) < held
+    # nginx speaks HTTP/1.0 to an upstream and says `Connection: close` unless told otherwise.
+    assert setting("proxy_http_version") == "1.1"
+    assert setting("proxy_set_header Connection") == '""'
+
+
+def test_a_request_a_host_failed_goes_to_one_other_host_whatever_its_method():
+    """On a failed connection or a timeout, not on an answer of the service's own: its 503
+    would be every host's, since they share the database."""
+    assert setting("proxy_next_upstream").split() == ["error", "timeout", "non_idempotent"]
+    assert setting("proxy_next_upstream_tries") == "2"
+    assert setting("proxy_connect_timeout") == "2s"

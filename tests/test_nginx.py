@@ -1,11 +1,13 @@
 """Debian's nginx, configured by deploy/nginx.conf, in front of the real gunicorn."""
 
 import http.client
+import http.server
 import json
 import re
 import socket
 import ssl
 import subprocess
+import threading
 import time
 
 import pytest
@@ -249,3 +251,49 @@ def test_each_token_has_a_rate_of_its_own_and_past_it_a_json_429(start, tmp_path
             }
     assert set(others) == {200}
     assert (unauthorized, unknown) == ({401}, 401)
+
+
+class CountingUpstream(http.server.ThreadingHTTPServer):
+    """An upstream on loopback that answers every GET `{}` and counts the connections it was
+    given, as gunicorn cannot tell."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                self.server.connections += 1
+
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, format, *args):
+                """Quiet: the test asserts the count."""
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.daemon_threads = True
+        threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True).start()
+
+
+def test_requests_share_the_connections_nginx_keeps_to_gunicorn(tmp_path):
+    """The site keeps connections to its upstream open between requests (`keepalive`): 20
+    requests, each on a client connection of its own, reach it on one connection."""
+    upstream = CountingUpstream()
+    try:
+        proxy = NginxProxy(tmp_path, f"127.0.0.1:{upstream.server_address[1]}")
+        try:
+            answers = [request(proxy, "GET", "/healthz")[::2] for _ in range(20)]
+        finally:
+            proxy.stop()
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
+    assert answers == [(200, b"{}")] * 20
+    assert upstream.connections == 1

@@ -133,3 +133,21 @@ def test_connections_are_refused_until_it_listens_again():
             socket.create_connection(("127.0.0.1", receiver.port), timeout=1)
         receiver.listen()
         assert post(receiver, EVENT) == 200
+
+
+def test_a_delivery_cut_off_mid_body_is_neither_recorded_nor_counted_unverified():
+    """What a sender killed as it sent leaves: no delivery to record, no signature to fail."""
+    now = datetime.now(tz=UTC)
+    head = (
+        "POST /hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(EVENT)}\r\nwebhook-id: msg_1\r\n"
+        f"webhook-timestamp: {int(now.timestamp())}\r\n"
+        f"webhook-signature: {Webhook(SECRET).sign('msg_1', now, EVENT.decode())}\r\n\r\n"
+    )
+    with WebhookReceiver() as receiver:
+        with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as sender:
+            sender.sendall(head.encode() + EVENT[: len(EVENT) // 2])
+            sender.shutdown(socket.SHUT_WR)
+            answer = sender.recv(65536)
+        assert (answer, receiver.attempts, receiver.unverified) == (b"", 0, 0)
+        assert receiver.events() == {}

@@ -184,7 +184,13 @@ class WebhookReceiver:
                     receiver.connections += 1
 
             def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    # Its sender went away mid-body (killed as it sent): as a subscriber's
+                    # server would, it takes no delivery, and answers nothing.
+                    self.close_connection = True
+                    return
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 status, trickle = receiver._receive(self.path, body, headers)
                 self.send_response(status)
