@@ -41,7 +41,8 @@ class Deadlines:
         """Hold `connection` to `deadline` (`time.monotonic`) while the block runs.
 
         A connection shut by its deadline is closed when the block ends, so that the pool
-        never hands it out again, and the error it raised says why.
+        never hands it out again, and whatever the block raised then, psycopg's error or the
+        caller's own (a batch's `NothingWritten`), becomes one that says why.
         """
         with self._changed:
             self._due[connection] = deadline
@@ -49,7 +50,7 @@ class Deadlines:
                 self._changed.notify()
         try:
             yield
-        except psycopg.OperationalError as ex:
+        except Exception as ex:
             if self._forget(connection):
                 raise psycopg.OperationalError(
                     "no answer in time, so its connection was shut"
