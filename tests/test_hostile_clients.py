@@ -20,6 +20,8 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "hostile-token"
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+#: Tokens of a crowd of clients: the site holds each token to its own rate.
+CROWD = [f"crowd-token-{number}" for number in range(4)]
 PLANT = b'{"id": 1, "name": "fern"}'
 OVER_THE_LIMIT = b'{"id": 2, "name": "' + b"x" * 70_000 + b'"}'
 #: How long a client waits for an answer before the test fails.
@@ -54,7 +56,9 @@ tried = []
 @pytest.fixture(scope="module")
 def edge(tmp_path_factory, note_figure):
     running = Deployment(
-        tmp_path_factory.mktemp("edge"), PLANTSTORE_TOKENS=TOKEN, GUNICORN_TIMEOUT="5"
+        tmp_path_factory.mktemp("edge"),
+        PLANTSTORE_TOKENS=",".join([TOKEN, *CROWD]),
+        GUNICORN_TIMEOUT="5",
     )
     assert ask(running, "GET", "/healthz")[0] == 200
     (worker,) = running.gunicorn.worker_pids()
@@ -375,12 +379,19 @@ def test_the_connection_lives_on_after_the_apps_refusal(edge, raw, status):
 
 
 def test_many_concurrent_connections_are_all_served(edge):
+    """200 clients at once, of four tokens: within each token's burst, whatever the module's
+    other tests sent just before."""
     clients = [connect(edge) for _ in range(200)]
     statuses = []
     try:
         for plant_id, client in enumerate(clients, start=1000):
             body = b'{"id": %d, "name": "fern"}' % plant_id
-            client.sendall(raw_post(body, **{"Content-Length": str(len(body))}))
+            token = CROWD[plant_id % len(CROWD)]
+            client.sendall(
+                raw_post(
+                    body, Authorization=f"Bearer {token}", **{"Content-Length": str(len(body))}
+                )
+            )
         for client in clients:
             answer = read_answer(client.makefile("rb"))
             statuses.append((answer.status, answer.body))
