@@ -193,9 +193,14 @@ class WebhookReceiver:
                     return
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 status, trickle = receiver._receive(self.path, body, headers)
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(TRICKLED_BODY) if trickle else 0))
-                self.end_headers()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(TRICKLED_BODY) if trickle else 0))
+                    self.end_headers()
+                except (BrokenPipeError, ConnectionResetError):
+                    # Its sender gave up waiting (its timeout) while the answer was held back.
+                    self.close_connection = True
+                    return
                 if trickle:
                     self.close_connection = True
                     receiver._trickle(TRICKLED_BODY, self.wfile)
