@@ -411,6 +411,38 @@ def test_close_makes_and_answers_the_changes_queued_and_under_way(
         reopened.close()
 
 
+def test_a_batch_tells_its_write_when_its_oldest_change_was_handed_in(queued, callers):
+    """A store bounds its requests' whole wait (PostgreSQL: `REQUEST_SECONDS`), and a change
+    may wait for a batch before its own: its write counts from the oldest change's handing
+    in, not from when the batch began, nor from the change it makes first."""
+    writing_the_first, let_go = threading.Event(), threading.Event()
+    batches = []
+
+    def write(changes):
+        if changes == ["first"]:
+            writing_the_first.set()
+            assert let_go.wait(PATIENCE)
+        batches.append((list(changes), writer.handed_in))
+        return [None] * len(changes)
+
+    writer = group_commit.GroupCommit("test-writer", write, wait=PATIENCE)
+    answers = [callers.submit(writer.make, "first")]
+    assert writing_the_first.wait(PATIENCE)
+    before_the_oldest = time.monotonic()
+    answers.append(callers.submit(writer.make, "oldest", order=2))
+    queued.wait_until(at_least(2))
+    after_the_oldest = time.monotonic()
+    answers.append(callers.submit(writer.make, "made first", order=1))
+    queued.wait_until(at_least(3))
+    let_go.set()
+    for answer in answers:
+        answer.result(PATIENCE)
+    writer.close()
+    (changes, handed_in) = batches[1]
+    assert changes == ["made first", "oldest"]
+    assert before_the_oldest <= handed_in <= after_the_oldest
+
+
 # A batch whose commit fails answers 503 to each request, and none of its changes is visible.
 
 NEW_PLANTS = [{"id": plant_id, "name": f"plant {plant_id}"} for plant_id in range(10, 15)]

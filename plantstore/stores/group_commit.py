@@ -15,6 +15,7 @@ failure fails the whole batch, as a failed commit does, and none of it is then v
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
@@ -24,6 +25,8 @@ from plantstore.core.stores import StoreUnavailable
 
 #: What a request hands the writer: a change, as the store's `write` takes it.
 _Work = TypeVar("_Work")
+#: A change queued: its order, when it was handed in, the change, and its request's answer.
+_Queued = tuple[int, float, _Work, Future]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +46,9 @@ class GroupCommit(Generic[_Work]):
             taken to after its commit; changes that come while it is waited for join the batch.
         committed: called after each commit, once the lock is let go, with the number of
             changes it held.
+
+    While `write` runs, `handed_in` is when the oldest change of its batch was handed to
+    `make` (`time.monotonic`): a store that bounds how long a request waits counts from there.
     """
 
     def __init__(
@@ -57,7 +63,8 @@ class GroupCommit(Generic[_Work]):
         self._wait = wait
         self._lock = lock
         self._committed = committed
-        self._queue: queue.SimpleQueue[tuple[int, _Work, Future] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
+        self.handed_in = 0.0
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._starting = threading.Lock()
         self._started = False
@@ -76,7 +83,7 @@ class GroupCommit(Generic[_Work]):
         if not self._started:
             self._start()
         future: Future = Future()
-        self._queue.put((order, change, future))
+        self._queue.put((order, time.monotonic(), change, future))
         try:
             return future.result(timeout=self._wait)
         except TimeoutError:
@@ -127,7 +134,7 @@ class GroupCommit(Generic[_Work]):
             if self._committed is not None:
                 self._committed(len(batch))
 
-    def _take(self, first: tuple[int, _Work, Future]) -> tuple[list[tuple[_Work, Future]], bool]:
+    def _take(self, first: _Queued) -> tuple[list[tuple[_Work, Future]], bool]:
         """The batch, in order: `first` and every change queued since, but those whose
         requests gave up waiting; and whether `close` came after them."""
         pending, closing = [first], False
@@ -141,12 +148,9 @@ class GroupCommit(Generic[_Work]):
                 break
             pending.append(item)
         pending.sort(key=lambda item: item[0])
-        batch = [
-            (change, future)
-            for _, change, future in pending
-            if future.set_running_or_notify_cancel()
-        ]
-        return batch, closing
+        taken = [item for item in pending if item[3].set_running_or_notify_cancel()]
+        self.handed_in = min((handed_in for _, handed_in, _, _ in taken), default=time.monotonic())
+        return [(change, future) for _, _, change, future in taken], closing
 
     def _make(self, batch: list[tuple[_Work, Future]]) -> list[object | BaseException] | None:
         """Write the batch; give its outcomes once committed, or fail every request of it."""

@@ -196,9 +196,12 @@ class PostgresStore:
         self._deadlines.close()
 
     def _write(self, changes: Sequence[Change]) -> list[object]:
-        """Make a batch in one transaction; on the writer thread."""
+        """Make a batch in one transaction; on the writer thread, in what is left of its
+        oldest request's `REQUEST_SECONDS` (it may have waited for the batch before)."""
+        waited = time.monotonic() - self._writer.handed_in
         planned = self._on_a_connection(
-            partial(make_batch, changes=changes, subscribers=self._subscribers)
+            partial(make_batch, changes=changes, subscribers=self._subscribers),
+            wait=REQUEST_SECONDS - STATEMENT_SECONDS - waited,
         )
         if self._on_commit is not None:
             self._on_commit(len(changes))
@@ -226,6 +229,8 @@ class PostgresStore:
         deadline = time.monotonic() + wait + STATEMENT_SECONDS
         if self._out_of_reach:
             wait = min(wait, OUTAGE_WAIT_SECONDS)
+        if wait <= 0:
+            raise StoreUnavailable("PostgreSQL: no time was left to wait for a connection")
         try:
             return self._attempt(work, wait, deadline, again)
         except _LostIdle as lost:

@@ -1,6 +1,7 @@
 """A store in a SQLite file: durable, and shared by every process on one machine."""
 
 import fcntl
+import math
 import os
 import sqlite3
 import time
@@ -206,11 +207,16 @@ class SqliteStore:
         """Make a batch in one transaction; on the writer thread.
 
         It answers for the file as a read does (`_served`), once for the whole batch: a file
-        lost or replaced fails every change of it.
+        lost or replaced fails every change of it. It waits for the write lock only what is
+        left of its oldest request's `busy_timeout` (it may have waited for the batch before).
         """
         changes = [item for item in work if isinstance(item, CHANGES)]
+        left = self._file.busy_timeout - (time.monotonic() - self._writer.handed_in)
+        if left <= 0:
+            raise StoreUnavailable(f"SQLite {self._path}: no time was left to wait for the lock")
         with self._file.served():
             connection = self._file.connection()
+            connection.execute(f"PRAGMA busy_timeout = {math.ceil(left * 1000)}")
             connection.execute("BEGIN IMMEDIATE")
             try:
                 planned = self._plan(connection, changes)
