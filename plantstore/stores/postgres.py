@@ -26,9 +26,9 @@ POOL_SIZE = 8
 REQUEST_SECONDS = 3.0
 #: Seconds the server lets a statement run (`statement_timeout`), waiting on a lock included.
 STATEMENT_SECONDS = 0.5
-#: Seconds a request waits for a connection while the database is out of reach: the pool
-#: goes on connecting in the background, so a short wait finds the database when it is back,
-#: and gunicorn's threads, freed quickly, stay free for /healthz and /readyz.
+#: Seconds a call holds its thread while the database is out of reach: the pool goes on
+#: connecting in the background, so a short wait finds the database when it is back, and
+#: gunicorn's threads, freed quickly, stay free for /healthz and /readyz.
 OUTAGE_WAIT_SECONDS = 0.25
 #: Seconds readiness waits for a connection: with its statement, and a wait for one of the
 #: worker's store slots (`plantstore.stores.gate`), it answers within a second.
@@ -76,8 +76,8 @@ class PostgresStore:
 
     No call waits on the database longer than `REQUEST_SECONDS` (readiness, under a second),
     even when the server stops answering (`Deadlines`), and while the database is out of reach
-    a call waits only `OUTAGE_WAIT_SECONDS` for a connection: a thread held by the store is one
-    that /healthz and other requests cannot have.
+    a call holds its thread only `OUTAGE_WAIT_SECONDS`: a thread held by the store is one that
+    /healthz and other requests cannot have.
 
     Changes are made by one writer thread, in batches (plantstore/stores/group_commit.py), each
     batch one transaction of two round trips on a pooled connection
@@ -217,9 +217,11 @@ class PostgresStore:
     ) -> _T:
         """Do `work` on a pooled connection.
 
-        Waits for a connection at most `wait` seconds, or `OUTAGE_WAIT_SECONDS` while the
-        database is out of reach; each statement of `work` runs at most `STATEMENT_SECONDS`,
-        and `STATEMENT_SECONDS` after `wait` the connection is shut, whatever the server does.
+        Waits for a connection at most `wait` seconds; each statement of `work` runs at most
+        `STATEMENT_SECONDS`, and `STATEMENT_SECONDS` after `wait` the connection is shut,
+        whatever the server does. While the database is out of reach, the whole call, its wait
+        and its statements, is shut after `OUTAGE_WAIT_SECONDS`: a connection the pool kept
+        from before may lead to a server that no longer answers.
 
         Work that finds its connection lost before it wrote anything (work that writes nothing,
         with `again`; a batch whose first round trip failed, which says so: `NothingWritten`)
@@ -229,6 +231,7 @@ class PostgresStore:
         deadline = time.monotonic() + wait + STATEMENT_SECONDS
         if self._out_of_reach:
             wait = min(wait, OUTAGE_WAIT_SECONDS)
+            deadline = min(deadline, time.monotonic() + OUTAGE_WAIT_SECONDS)
         if wait <= 0:
             raise StoreUnavailable("PostgreSQL: no time was left to wait for a connection")
         try:
