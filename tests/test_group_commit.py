@@ -411,7 +411,7 @@ def test_close_makes_and_answers_the_changes_queued_and_under_way(
         reopened.close()
 
 
-def test_a_batch_tells_its_write_when_its_oldest_change_was_handed_in(queued, callers):
+def test_a_batch_is_given_what_is_left_to_its_oldest_change(queued, callers):
     """A store bounds its requests' whole wait (PostgreSQL: `REQUEST_SECONDS`), and a change
     may wait for a batch before its own: its write counts from the oldest change's handing
     in, not from when the batch began, nor from the change it makes first."""
@@ -422,7 +422,9 @@ def test_a_batch_tells_its_write_when_its_oldest_change_was_handed_in(queued, ca
         if changes == ["first"]:
             writing_the_first.set()
             assert let_go.wait(PATIENCE)
-        batches.append((list(changes), writer.handed_in))
+        before_asking = time.monotonic()
+        left = writer.time_left()
+        batches.append((list(changes), before_asking, left, time.monotonic()))
         return [None] * len(changes)
 
     writer = group_commit.GroupCommit("test-writer", write, wait=PATIENCE)
@@ -438,9 +440,10 @@ def test_a_batch_tells_its_write_when_its_oldest_change_was_handed_in(queued, ca
     for answer in answers:
         answer.result(PATIENCE)
     writer.close()
-    (changes, handed_in) = batches[1]
+    (changes, before_asking, left, after_asking) = batches[1]
     assert changes == ["made first", "oldest"]
-    assert before_the_oldest <= handed_in <= after_the_oldest
+    assert PATIENCE - (after_asking - before_the_oldest) <= left
+    assert left <= PATIENCE - (before_asking - after_the_oldest)
 
 
 # A batch whose commit fails answers 503 to each request, and none of its changes is visible.

@@ -47,8 +47,8 @@ class GroupCommit(Generic[_Work]):
         committed: called after each commit, once the lock is let go, with the number of
             changes it held.
 
-    While `write` runs, `handed_in` is when the oldest change of its batch was handed to
-    `make` (`time.monotonic`): a store that bounds how long a request waits counts from there.
+    While `write` runs, `time_left()` says what is left of `wait` to the batch's oldest change:
+    a store that bounds how long a request waits holds the batch to it.
     """
 
     def __init__(
@@ -64,7 +64,7 @@ class GroupCommit(Generic[_Work]):
         self._lock = lock
         self._committed = committed
         self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
-        self.handed_in = 0.0
+        self._handed_in = 0.0
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._starting = threading.Lock()
         self._started = False
@@ -93,6 +93,11 @@ class GroupCommit(Generic[_Work]):
                     f"no write could begin within {self._wait} s: another holds the write lock"
                 ) from None
             return future.result()
+
+    def time_left(self) -> float:
+        """Seconds left of `wait` to the oldest change of the batch being written, counted from
+        when it was handed to `make`; on the writer thread, while `write` runs."""
+        return self._wait - (time.monotonic() - self._handed_in)
 
     def close(self) -> None:
         """Make what is queued, then stop the writer."""
@@ -149,7 +154,7 @@ class GroupCommit(Generic[_Work]):
             pending.append(item)
         pending.sort(key=lambda item: item[0])
         taken = [item for item in pending if item[3].set_running_or_notify_cancel()]
-        self.handed_in = min((handed_in for _, handed_in, _, _ in taken), default=time.monotonic())
+        self._handed_in = min((handed_in for _, handed_in, _, _ in taken), default=time.monotonic())
         return [(change, future) for _, _, change, future in taken], closing
 
     def _make(self, batch: list[tuple[_Work, Future]]) -> list[object | BaseException] | None:

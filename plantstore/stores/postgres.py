@@ -198,10 +198,9 @@ class PostgresStore:
     def _write(self, changes: Sequence[Change]) -> list[object]:
         """Make a batch in one transaction; on the writer thread, in what is left of its
         oldest request's `REQUEST_SECONDS` (it may have waited for the batch before)."""
-        waited = time.monotonic() - self._writer.handed_in
         planned = self._on_a_connection(
             partial(make_batch, changes=changes, subscribers=self._subscribers),
-            wait=REQUEST_SECONDS - STATEMENT_SECONDS - waited,
+            wait=self._writer.time_left() - STATEMENT_SECONDS,
         )
         if self._on_commit is not None:
             self._on_commit(len(changes))

@@ -211,7 +211,7 @@ class SqliteStore:
         left of its oldest request's `busy_timeout` (it may have waited for the batch before).
         """
         changes = [item for item in work if isinstance(item, CHANGES)]
-        left = self._file.busy_timeout - (time.monotonic() - self._writer.handed_in)
+        left = self._writer.time_left()
         if left <= 0:
             raise StoreUnavailable(f"SQLite {self._path}: no time was left to wait for the lock")
         with self._file.served():
