@@ -24,6 +24,7 @@ import pytest
 from psycopg import sql
 
 from plantstore.app import create_app
+from plantstore.core.plants import Put
 from plantstore.core.stores import StoreUnavailable
 from plantstore.operations import health
 from plantstore.operations.health import READY_ANSWER_SECONDS
@@ -527,6 +528,26 @@ def test_a_statement_that_waits_on_a_lock_ends_within_the_bound(config, postgres
                 assert_unavailable(result)
                 assert seconds < bound + SLACK
         assert client.simulate_post("/plants", json=FERN).status_code == 200
+    finally:
+        store.close()
+
+
+def test_a_change_waits_past_a_statements_bound_for_a_row_another_transaction_holds(
+    postgres_url,
+):
+    """Another host's batch, held up by its disk, keeps the plant's row longer than a
+    statement may run: the change waits for it, within its request's bound, and is made."""
+    store = PostgresStore(postgres_url)
+    try:
+        store.add(1, b'{"name":"fern"}')
+        # The other session ends, and its lock with it, before the call's thread is joined.
+        with ThreadPoolExecutor(1) as calls, psycopg.connect(postgres_url) as other_session:
+            other_session.execute("SELECT * FROM plants WHERE id = 1 FOR UPDATE")
+            put = calls.submit(store.put, 1, b'{"name":"ivy"}')
+            with pytest.raises(TimeoutError):
+                put.result(timeout=2 * STATEMENT_SECONDS)
+            other_session.commit()
+            assert put.result(timeout=REQUEST_SECONDS) == (Put.REPLACED, b'{"name":"ivy"}')
     finally:
         store.close()
 

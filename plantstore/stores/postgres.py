@@ -24,7 +24,8 @@ POOL_SIZE = 8
 #: Seconds a request may spend on the database in all, waiting for a connection and then
 #: running its statement, before the store is reported unavailable.
 REQUEST_SECONDS = 3.0
-#: Seconds the server lets a statement run (`statement_timeout`), waiting on a lock included.
+#: Seconds the server lets a statement run (`statement_timeout`), waiting on a lock included;
+#: a batch's may wait longer for its rows, within its bound (`PostgresStore._write`).
 STATEMENT_SECONDS = 0.5
 #: Seconds a call holds its thread while the database is out of reach: the pool goes on
 #: connecting in the background, so a short wait finds the database when it is back, and
@@ -83,9 +84,9 @@ class PostgresStore:
     batch one transaction of two round trips on a pooled connection
     (plantstore/stores/postgres_batch.py); with the server's defaults `fsync = on` and
     `synchronous_commit = on`, a change answered is on disk, and its events with it. A batch
-    that waits longer than `STATEMENT_SECONDS` for a row another transaction holds fails
-    whole, as any failure of the database does. Reads take a connection of their own, never
-    behind a batch.
+    waits for a row another transaction holds (another host's batch, slowed by its disk) what
+    is left of its requests' bound; past that it fails whole, as any failure of the database
+    does. Reads take a connection of their own, never behind a batch.
 
     A client's repeat of an `add` whose commit went through, its answer lost with the
     connection, finds the plant kept, and writes no second event.
@@ -197,10 +198,22 @@ class PostgresStore:
 
     def _write(self, changes: Sequence[Change]) -> list[object]:
         """Make a batch in one transaction; on the writer thread, in what is left of its
-        oldest request's `REQUEST_SECONDS` (it may have waited for the batch before)."""
+        oldest request's `REQUEST_SECONDS` (it may have waited for the batch before).
+
+        The batch may wait for a connection, then for the rows it changes, until
+        `STATEMENT_SECONDS` before that bound, which leaves its writes and commit their usual
+        time; its statements never get less than that either.
+        """
+        wait = self._writer.time_left() - STATEMENT_SECONDS
+        rows_until = time.monotonic() + wait
         planned = self._on_a_connection(
-            partial(make_batch, changes=changes, subscribers=self._subscribers),
-            wait=self._writer.time_left() - STATEMENT_SECONDS,
+            lambda connection: make_batch(
+                connection,
+                changes,
+                self._subscribers,
+                statement_seconds=max(STATEMENT_SECONDS, rows_until - time.monotonic()),
+            ),
+            wait=wait,
         )
         if self._on_commit is not None:
             self._on_commit(len(changes))

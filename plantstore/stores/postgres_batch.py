@@ -2,7 +2,10 @@
 
 The first round trip begins the transaction and reads what the batch's ids hold, their rows
 locked (`FOR UPDATE`, in id order: batches of several workers, or hosts, lock rows in one
-order and never wait for each other in a circle). The changes are made on that
+order and never wait for each other in a circle). It waits for a row another transaction
+holds as long as the batch's statements may run, which it sets for its transaction alone
+(`set_config(..., true)`, as `SET LOCAL`): a holder held up by its disk or its machine
+delays the batch rather than failing it. The changes are made on that
 (`plantstore.stores.changes.plan`), and the second round trip writes what they changed, one
 statement a kind of write over arrays (`unnest`), the events with them, and commits: psycopg's
 pipeline mode sends them together and waits once.
@@ -23,6 +26,7 @@ from plantstore.stores.sql import tag_key
 
 #: A connection outside any transaction.
 IDLE = TransactionStatus.IDLE
+_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
 _LOCK_KEPT = (
     "SELECT id, plant::text FROM plants WHERE id = ANY(%s::bigint[]) ORDER BY id FOR UPDATE"
 )
@@ -50,9 +54,13 @@ class NothingWritten(Exception):
 
 
 def make_batch(
-    connection: psycopg.Connection, changes: Sequence[Change], subscribers: Sequence[str]
+    connection: psycopg.Connection,
+    changes: Sequence[Change],
+    subscribers: Sequence[str],
+    statement_seconds: float,
 ) -> Plan:
-    """Make `changes` in one transaction on `connection`; give what they did.
+    """Make `changes` in one transaction on `connection`, each of its statements allowed
+    `statement_seconds`, waiting for rows included; give what they did.
 
     Raises:
         NothingWritten: the connection was lost at the first round trip (the database
@@ -61,11 +69,13 @@ def make_batch(
             not known.
     """
     ids = sorted({change.plant_id for change in changes})
+    timeout = str(round(statement_seconds * 1000))
     while True:
         try:
             with connection.pipeline():
                 try:
                     connection.execute("BEGIN")
+                    connection.execute(_STATEMENT_TIMEOUT, (timeout,))
                     rows = connection.execute(_LOCK_KEPT, (ids,)).fetchall()
                 except psycopg.OperationalError as ex:
                     if connection.broken:
