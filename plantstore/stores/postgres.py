@@ -230,10 +230,11 @@ class PostgresStore:
         """Do `work` on a pooled connection.
 
         Waits for a connection at most `wait` seconds; each statement of `work` runs at most
-        `STATEMENT_SECONDS`, and `STATEMENT_SECONDS` after `wait` the connection is shut,
-        whatever the server does. While the database is out of reach, the whole call, its wait
-        and its statements, is shut after `OUTAGE_WAIT_SECONDS`: a connection the pool kept
-        from before may lead to a server that no longer answers.
+        `STATEMENT_SECONDS` (a batch sets its own, up to `wait`), and `STATEMENT_SECONDS` after
+        `wait` the connection is shut, whatever the server does. While the database is out of
+        reach, the whole call, its wait and its statements, is shut after
+        `OUTAGE_WAIT_SECONDS`: a connection the pool kept from before may lead to a server that
+        no longer answers.
 
         Work that finds its connection lost before it wrote anything (work that writes nothing,
         with `again`; a batch whose first round trip failed, which says so: `NothingWritten`)
