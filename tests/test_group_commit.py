@@ -13,7 +13,6 @@ commit, it ends the batch with another such change (`held_at_its_end`).
 import fcntl
 import json
 import os
-import queue
 import sqlite3
 import subprocess
 import threading
@@ -71,19 +70,28 @@ class Noted:
 
 @pytest.fixture
 def queued(monkeypatch):
-    """Every change's future, noted when its request waits on it: the change is queued then."""
+    """Every change's waiter, noted once its change is queued: when its request sleeps on its
+    turn, or leads the batch at once."""
     noted = Noted()
+    seen: set[int] = set()
 
-    class WatchedFuture(Future):
-        waited = False
+    def note(waiter: group_commit.Waiter) -> None:
+        if id(waiter) not in seen:
+            seen.add(id(waiter))
+            noted(waiter)
 
-        def result(self, timeout=None):
-            if not self.waited:
-                self.waited = True
-                noted(self)
-            return super().result(timeout)
+    sleep, lead = group_commit.Waiter.sleep, group_commit.GroupCommit._lead
 
-    monkeypatch.setattr(group_commit, "Future", WatchedFuture)
+    def sleeping(waiter, timeout=-1):
+        note(waiter)
+        return sleep(waiter, timeout)
+
+    def leading(writer, leader):
+        note(leader)
+        return lead(writer, leader)
+
+    monkeypatch.setattr(group_commit.Waiter, "sleep", sleeping)
+    monkeypatch.setattr(group_commit.GroupCommit, "_lead", leading)
     return noted
 
 
@@ -362,17 +370,16 @@ def test_a_postgresql_batch_makes_its_changes_in_id_order(postgres_url, queued, 
 
 @pytest.fixture
 def stopping(monkeypatch):
-    """Noted when a store's writer is told to stop: `close` has queued its end."""
+    """Noted when a store's writer is told to close: it then waits for its queue to drain."""
     noted = Noted()
 
-    class WatchedQueue(queue.SimpleQueue):
-        def put(self, item, block=True, timeout=None):
-            super().put(item, block, timeout)
-            if item is None:
-                noted(item)
+    class WatchedCondition(threading.Condition):
+        def wait_for(self, predicate, timeout=None):
+            noted(self)
+            return super().wait_for(predicate, timeout)
 
-    watched = SimpleNamespace(SimpleQueue=WatchedQueue, Empty=queue.Empty)
-    monkeypatch.setattr(group_commit, "queue", watched)
+    watched = SimpleNamespace(Lock=threading.Lock, Condition=WatchedCondition)
+    monkeypatch.setattr(group_commit, "threading", watched)
     return noted
 
 
@@ -418,16 +425,16 @@ def test_a_batch_is_given_what_is_left_to_its_oldest_change(queued, callers):
     writing_the_first, let_go = threading.Event(), threading.Event()
     batches = []
 
-    def write(changes):
+    def write(changes, deadline):
         if changes == ["first"]:
             writing_the_first.set()
             assert let_go.wait(PATIENCE)
         before_asking = time.monotonic()
-        left = writer.time_left()
+        left = deadline - time.monotonic()
         batches.append((list(changes), before_asking, left, time.monotonic()))
         return [None] * len(changes)
 
-    writer = group_commit.GroupCommit("test-writer", write, wait=PATIENCE)
+    writer = group_commit.GroupCommit(write, wait=PATIENCE)
     answers = [callers.submit(writer.make, "first")]
     assert writing_the_first.wait(PATIENCE)
     before_the_oldest = time.monotonic()
@@ -596,11 +603,12 @@ def test_a_postgresql_batch_whose_session_ends_mid_batch_answers_503_to_each_and
     assert postgres_ids(postgres_url) == [1]
 
 
-def test_a_postgresql_batch_that_waits_past_its_bound_for_a_lock_answers_503_to_each(
+def test_a_postgresql_change_waits_only_for_the_rows_it_touches(
     config, postgres_url, commits, queued, callers
 ):
-    """Another session holds the row of a plant that the batch's last change deletes, longer
-    than a statement may wait: the changes made before it go with it."""
+    """Another session holds the row of a plant that a batch's last change deletes, longer
+    than a request may wait: the batch's other changes are made and answered at once, while
+    the row is still held, and only the delete waits for it, until its own bound (503)."""
     store = PostgresStore(postgres_url, on_commit=commits)
     client = client_of(config, store)
     try:
@@ -608,18 +616,18 @@ def test_a_postgresql_batch_that_waits_past_its_bound_for_a_lock_answers_503_to_
         with psycopg.connect(postgres_url) as other_session:
             other_session.execute("SELECT id FROM plants WHERE id = 20 FOR UPDATE")
             with held(store, callers, queued):
-                answers = queue_together(
+                *creates, delete = queue_together(
                     callers,
                     queued,
                     [*posts_of(client, NEW_PLANTS), deletion(client, 20)],
                 )
-            for answer in answers:
-                assert_unavailable(answer.result(PATIENCE))
-        assert client.simulate_get("/plants").json == [{"id": 20, **FERN}]
+            assert [create.result(PATIENCE).status_code for create in creates] == [200] * 5
+            assert not delete.done()
+            assert_unavailable(delete.result(PATIENCE))
+        assert postgres_ids(postgres_url) == [plant["id"] for plant in NEW_PLANTS] + [20]
     finally:
         store.close()
-    assert commits.items == [1, 1]
-    assert postgres_ids(postgres_url) == [20]
+    assert commits.items == [1, 1, 5]
 
 
 # No request is answered before its batch's commit returned.
@@ -656,15 +664,18 @@ def frozen(mountpoint) -> Iterator[None]:
         subprocess.run(["fsfreeze", "--unfreeze", mountpoint], check=True)
 
 
-def waits_in_the_kernel(thread_name: str) -> bool:
-    """Whether a thread of that name sleeps uninterruptibly (`D`), as one waiting on a frozen
-    file system does."""
+def waits_in_the_kernel() -> bool:
+    """Whether a thread of this process sleeps uninterruptibly (`D`), as one waiting on a
+    frozen file system does: the thread of the request that leads the batch."""
     for thread in threading.enumerate():
-        if thread.name == thread_name:
-            with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
-                if stat.read().rsplit(")", 1)[1].split()[0] == "D":
-                    return True
+        with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "D":
+                return True
     return False
+
+
+def answered(waiter: group_commit.Waiter) -> bool:
+    return waiter.turn is group_commit.Turn.DONE
 
 
 def test_no_sqlite_change_is_answered_before_its_batchs_commit_returned(
@@ -681,9 +692,9 @@ def test_no_sqlite_change_is_answered_before_its_batchs_commit_returned(
             with frozen(freezable_disk):
                 go_on.set()
                 deadline = time.monotonic() + PATIENCE
-                while not waits_in_the_kernel("plantstore-sqlite-writer"):
+                while not waits_in_the_kernel():
                     assert time.monotonic() < deadline, "the commit never waited for the disk"
-                assert not any(change.done() for change in batch)
+                assert not any(map(answered, batch))
                 assert not any(answer.done() for answer in answers)
         finally:
             go_on.set()
@@ -733,7 +744,7 @@ def test_no_postgresql_change_is_answered_before_its_batchs_commit_returned(
             deadline = time.monotonic() + PATIENCE
             while test.execute(WAITING_FOR_THE_LOCK).fetchone() == (0,):
                 assert time.monotonic() < deadline, "the commit never waited for the lock"
-            assert not any(change.done() for change in batch)
+            assert not any(map(answered, batch))
             assert not any(answer.done() for answer in answers)
             assert test.execute("SELECT count(*) FROM plants").fetchone() == (0,)
             test.execute("SELECT pg_advisory_unlock(%s)", (COMMIT_LOCK,))

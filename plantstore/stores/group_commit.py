@@ -1,75 +1,105 @@
-"""Group commit: the changes of a worker's requests share one transaction, one commit, one sync.
+"""Group commit led by a request: concurrent changes share one transaction, one commit, one sync.
 
-A durable commit waits for the disk, and a store that commits each change on its own is as
-fast as the disk syncs, with its writers queued for the write lock.
-Databases solve this by letting the transactions that wait for one sync share it; the stores
-do the same above them. Each request hands its change to the store's one writer thread and
-waits. The writer takes every change that arrived while the last commit was syncing, makes
-them in one transaction (`plantstore.stores.changes.plan`), commits once, and only then answers
-each request: nothing is answered before the commit that holds it returned.
+A durable commit waits for the disk; a store that committed each change on its own would be as
+fast as the disk syncs. So the changes of requests that arrive while a commit syncs queue up,
+and the next commit holds them all. There is no writer thread: as in LevelDB's
+`DBImpl::Write`, the request at the front of the queue leads, takes every change queued behind
+it into one batch, writes it (`plantstore.stores.changes.plan`), and then wakes each request
+of the batch with its answer and the next request in the queue to lead the next batch. No
+change is answered before the commit that holds it returned, and no change is handed from
+thread to thread on its way to the database.
 
 A change refused (`ConditionFailed`) is that change's answer, and the others go on; any other
 failure fails the whole batch, as a failed commit does, and none of it is then visible.
 """
 
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
+from enum import Enum
+from operator import attrgetter
 from typing import Generic, TypeVar
 
 from plantstore.core.stores import StoreUnavailable
 
-#: What a request hands the writer: a change, as the store's `write` takes it.
-_Work = TypeVar("_Work")
-#: A change queued: its order, when it was handed in, the change, and its request's answer.
-_Queued = tuple[int, float, _Work, Future]
+#: What a request hands in: a change, as the store's `write` takes it.
+_Change = TypeVar("_Change")
 
 logger = logging.getLogger(__name__)
 
 
-class GroupCommit(Generic[_Work]):
-    """One writer thread, and the queue of changes it makes in batches.
+class Turn(Enum):
+    """Where a queued change stands."""
+
+    QUEUED = "queued"
+    #: At the front of the queue, its request woken to lead the next batch.
+    LEADS = "leads"
+    #: In a batch being written.
+    TAKEN = "taken"
+    DONE = "done"
+
+
+class Waiter:
+    """A change in the queue, and the lock its request's thread sleeps on until it is woken:
+    to lead a batch, or with its answer."""
+
+    __slots__ = ("_woken", "answer", "change", "handed_in", "order", "turn")
+
+    def __init__(self, change: object, order: int) -> None:
+        self.change = change
+        self.order = order
+        self.handed_in = time.monotonic()
+        self.turn = Turn.QUEUED
+        self.answer: object = None
+        self._woken = threading.Lock()
+        self._woken.acquire()
+
+    def sleep(self, timeout: float = -1) -> bool:
+        """Sleep until woken, or `timeout` seconds (-1: for ever); tell whether it was woken."""
+        return self._woken.acquire(timeout=timeout)
+
+    def wake(self) -> None:
+        self._woken.release()
+
+    def result(self) -> object:
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
+
+
+class GroupCommit(Generic[_Change]):
+    """The queue of a store's changes, made in batches by the requests that hand them in.
 
     Args:
-        name: names the thread, for a stack dump.
-        write: makes a batch of changes in one transaction, on the writer thread, in the order
-            given. It gives each change's outcome in order, its answer or its refusal (an
-            exception, raised to its request alone), and raises `StoreUnavailable` when the
-            batch as a whole fails (no connection, the commit).
+        write: makes a batch of changes in one transaction, in the order given, by the
+            `time.monotonic()` deadline given (its oldest change's `wait` ends then). It gives
+            each change's outcome in order, its answer or its refusal (an exception, raised to
+            its request alone), and raises `StoreUnavailable` when the batch as a whole fails.
         wait: seconds a request waits for its batch to begin before it is answered unavailable
             (its change is then never made): the bound on a write lock another holds.
         lock: the lock writers of other processes take too, held from before a batch is
             taken to after its commit; changes that come while it is waited for join the batch.
-        committed: called after each commit, once the lock is let go, with the number of
-            changes it held.
-
-    While `write` runs, `time_left()` says what is left of `wait` to the batch's oldest change:
-    a store that bounds how long a request waits holds the batch to it.
     """
 
     def __init__(
         self,
-        name: str,
-        write: Callable[[Sequence[_Work]], list[object | BaseException]],
+        write: Callable[[Sequence[_Change], float], list[object]],
         wait: float,
         lock: Callable[[], AbstractContextManager] = nullcontext,
-        committed: Callable[[int], None] | None = None,
     ) -> None:
         self._write = write
         self._wait = wait
         self._lock = lock
-        self._committed = committed
-        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
-        self._handed_in = 0.0
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._starting = threading.Lock()
-        self._started = False
+        self._mutex = threading.Lock()
+        self._drained = threading.Condition(self._mutex)
+        #: Every change not yet answered, in the order handed in; a batch under way at its front.
+        self._queue: deque[Waiter] = deque()
+        self._closed = False
 
-    def make(self, change: _Work, order: int = 0) -> object:
+    def make(self, change: _Change, order: int = 0) -> object:
         """Make `change` in the next batch; give its answer once that batch is committed.
 
         A batch makes its changes by `order`, then as they came: writers in other processes
@@ -77,96 +107,96 @@ class GroupCommit(Generic[_Work]):
 
         Raises:
             StoreUnavailable: its batch could not begin within `wait` (the change is not
-                made), or failed (no change of it is visible).
+                made), or failed (no change of it is visible), or the store is closed.
             ConditionFailed: the change refused; nothing of it was made.
         """
-        if not self._started:
-            self._start()
-        future: Future = Future()
-        self._queue.put((order, time.monotonic(), change, future))
-        try:
-            return future.result(timeout=self._wait)
-        except TimeoutError:
-            # Not begun: it never will be. Begun: it is being committed, and answers soon.
-            if future.cancel():
-                raise StoreUnavailable(
-                    f"no write could begin within {self._wait} s: another holds the write lock"
-                ) from None
-            return future.result()
-
-    def time_left(self) -> float:
-        """Seconds left of `wait` to the oldest change of the batch being written, counted from
-        when it was handed to `make`; on the writer thread, while `write` runs."""
-        return self._wait - (time.monotonic() - self._handed_in)
+        waiter = Waiter(change, order)
+        with self._mutex:
+            if self._closed:
+                raise StoreUnavailable("the store is closed: no change is made")
+            self._queue.append(waiter)
+            if len(self._queue) == 1:
+                waiter.turn = Turn.LEADS
+        if waiter.turn is not Turn.LEADS:
+            self._await_turn(waiter)
+        if waiter.turn is Turn.LEADS:
+            self._lead(waiter)
+        return waiter.result()
 
     def close(self) -> None:
-        """Make what is queued, then stop the writer."""
-        with self._starting:
-            if self._started:
-                self._queue.put(None)
-                self._thread.join()
+        """Refuse new changes, and return once every change queued is made and answered."""
+        with self._mutex:
+            self._closed = True
+            self._drained.wait_for(lambda: not self._queue)
 
-    def _start(self) -> None:
-        """Start the writer at the first change: not in the process that opened the store
-        only to check it, nor before a fork."""
-        with self._starting:
-            if not self._started:
-                self._thread.start()
-                self._started = True
-
-    def _run(self) -> None:
-        closing = False
-        while not closing:
-            first = self._queue.get()
-            if first is None:
+    def _await_turn(self, waiter: Waiter) -> None:
+        """Sleep until woken to lead or with an answer; give up a change whose batch did not
+        begin within `wait`."""
+        if waiter.sleep(self._wait):
+            return
+        with self._mutex:
+            if waiter.turn is Turn.DONE:  # answered, or given up by the batch that came
                 return
-            try:
-                with self._lock():
-                    batch, closing = self._take(first)
-                    outcomes = self._make(batch)
-            except StoreUnavailable as ex:  # the lock could not be had
-                batch, closing = self._take(first)
-                for _, future in batch:
-                    future.set_exception(ex)
-                continue
-            if outcomes is None:
-                continue
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
-                if isinstance(outcome, BaseException):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)
-            if self._committed is not None:
-                self._committed(len(batch))
+            if waiter.turn is not Turn.TAKEN:
+                self._queue.remove(waiter)
+                if waiter.turn is Turn.LEADS:
+                    self._hand_on()
+                raise StoreUnavailable(
+                    f"no write could begin within {self._wait} s: another holds the write lock"
+                )
+        waiter.sleep()  # taken into a batch, which answers soon
 
-    def _take(self, first: _Queued) -> tuple[list[tuple[_Work, Future]], bool]:
-        """The batch, in order: `first` and every change queued since, but those whose
-        requests gave up waiting; and whether `close` came after them."""
-        pending, closing = [first], False
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is None:
-                closing = True
-                break
-            pending.append(item)
-        pending.sort(key=lambda item: item[0])
-        taken = [item for item in pending if item[3].set_running_or_notify_cancel()]
-        self._handed_in = min((handed_in for _, handed_in, _, _ in taken), default=time.monotonic())
-        return [(change, future) for _, _, change, future in taken], closing
-
-    def _make(self, batch: list[tuple[_Work, Future]]) -> list[object | BaseException] | None:
-        """Write the batch; give its outcomes once committed, or fail every request of it."""
-        if not batch:
-            return None
+    def _lead(self, leader: Waiter) -> None:
+        """Write a batch of every change queued; answer each, and wake the next to lead."""
+        batch: list[Waiter] = []
         try:
-            outcomes = self._write([change for change, _ in batch])
+            with self._lock():
+                batch = self._take()
+                outcomes = self._outcomes(batch)
         except BaseException as ex:
+            if not batch:  # the lock could not be had
+                batch = self._take()
             if not isinstance(ex, StoreUnavailable):  # a bug: said once, heard by every request
                 logger.exception("plantstore: a batch of changes failed")
-            for _, future in batch:
-                future.set_exception(ex)
-            return None
-        return outcomes
+            outcomes = [ex] * len(batch)
+        with self._mutex:
+            for waiter, outcome in zip(batch, outcomes, strict=True):
+                waiter.answer, waiter.turn = outcome, Turn.DONE
+            while self._queue and self._queue[0].turn is Turn.DONE:
+                self._queue.popleft()
+            self._hand_on()
+        for waiter in batch:
+            if waiter is not leader:
+                waiter.wake()
+
+    def _take(self) -> list[Waiter]:
+        """Take every change queued, by `order`, then as handed in; those whose `wait` is over
+        are answered unavailable instead, and count for nothing in the batch's deadline."""
+        now = time.monotonic()
+        taken = []
+        with self._mutex:
+            for waiter in self._queue:
+                if waiter.handed_in + self._wait <= now:
+                    waiter.answer = StoreUnavailable(f"no write could begin within {self._wait} s")
+                    waiter.turn = Turn.DONE
+                else:
+                    waiter.turn = Turn.TAKEN
+                    taken.append(waiter)
+        taken.sort(key=attrgetter("order"))
+        return taken
+
+    def _outcomes(self, batch: list[Waiter]) -> list[object]:
+        if not batch:
+            return []
+        deadline = min(waiter.handed_in for waiter in batch) + self._wait
+        return self._write([waiter.change for waiter in batch], deadline)
+
+    def _hand_on(self) -> None:
+        """Wake the change at the front of the queue to lead the next batch, or tell `close`
+        that none is left; under the mutex."""
+        if not self._queue:
+            self._drained.notify_all()
+            return
+        front = self._queue[0]
+        front.turn = Turn.LEADS
+        front.wake()

@@ -14,7 +14,7 @@ from plantstore.core.stores import Delivery, StoreUnavailable
 from plantstore.stores.changes import Add, Change, Remove, Replace
 from plantstore.stores.deadlines import Deadlines
 from plantstore.stores.group_commit import GroupCommit
-from plantstore.stores.postgres_batch import NothingWritten, make_batch
+from plantstore.stores.postgres_batch import NothingWritten, RowHeld, make_batch
 from plantstore.stores.postgres_schema import CONNECT, migrate, prepare, require_utf8
 from plantstore.stores.sql import claim_statement, deliveries, outbox_statements, page_query
 
@@ -80,13 +80,14 @@ class PostgresStore:
     a call holds its thread only `OUTAGE_WAIT_SECONDS`: a thread held by the store is one that
     /healthz and other requests cannot have.
 
-    Changes are made by one writer thread, in batches (plantstore/stores/group_commit.py), each
-    batch one transaction of two round trips on a pooled connection
-    (plantstore/stores/postgres_batch.py); with the server's defaults `fsync = on` and
-    `synchronous_commit = on`, a change answered is on disk, and its events with it. A batch
-    waits for a row another transaction holds (another host's batch, slowed by its disk) what
-    is left of its requests' bound; past that it fails whole, as any failure of the database
-    does. Reads take a connection of their own, never behind a batch.
+    Changes are made in batches, each led by one of its requests
+    (plantstore/stores/group_commit.py), each batch one transaction of two round trips on a
+    pooled connection (plantstore/stores/postgres_batch.py); with the server's defaults
+    `fsync = on` and `synchronous_commit = on`, a change answered is on disk, and its events
+    with it. A change whose row another transaction holds (another host's batch, slowed by its
+    disk) is left out of its batch and made alone by its request, which waits for the row what
+    is left of its bound: it holds up no other change. Reads take a connection of their own,
+    never behind a batch.
 
     A client's repeat of an `add` whose commit went through, its answer lost with the
     connection, finds the plant kept, and writes no second event.
@@ -113,7 +114,7 @@ class PostgresStore:
         self._subscribers = tuple(subscribers)
         self._on_event = on_event
         self._on_commit = on_commit
-        self._writer = GroupCommit("plantstore-postgres-writer", self._write, wait=REQUEST_SECONDS)
+        self._writer = GroupCommit(self._write, wait=REQUEST_SECONDS)
         # Migrate now when the server is up, so that a schema too new or a database not in UTF8
         # is refused at once; when it is down, the pool checks and migrates as it connects.
         self._out_of_reach = True
@@ -133,12 +134,12 @@ class PostgresStore:
         )
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        return self._writer.make(Add(plant_id, plant), order=plant_id)
+        return self._make(Add(plant_id, plant))
 
     def put(
         self, plant_id: int, plant: bytes, condition: Condition | None = None
     ) -> tuple[Put, bytes]:
-        return self._writer.make(Replace(plant_id, plant, condition), order=plant_id)
+        return self._make(Replace(plant_id, plant, condition))
 
     def get(self, plant_id: int) -> bytes | None:
         row = self._on_a_connection(
@@ -147,7 +148,7 @@ class PostgresStore:
         return None if row is None else row[0].encode()
 
     def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
-        return self._writer.make(Remove(plant_id, condition), order=plant_id)
+        return self._make(Remove(plant_id, condition))
 
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         query = page_query(after, limit, tag, plant="plant::text", marker="%s")
@@ -196,27 +197,42 @@ class PostgresStore:
         self._pool.close()
         self._deadlines.close()
 
-    def _write(self, changes: Sequence[Change]) -> list[object]:
-        """Make a batch in one transaction; on the writer thread, in what is left of its
-        oldest request's `REQUEST_SECONDS` (it may have waited for the batch before).
+    def _make(self, change: Change) -> object:
+        """Make `change` in the next batch, or alone when its row is held by another
+        transaction, within `REQUEST_SECONDS` of now in all."""
+        deadline = time.monotonic() + REQUEST_SECONDS
+        try:
+            return self._writer.make(change, order=change.plant_id)
+        except RowHeld:
+            (outcome,) = self._write([change], deadline, wait_for_rows=True)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
-        The batch may wait for a connection, then for the rows it changes, until
-        `STATEMENT_SECONDS` before that bound, which leaves its writes and commit their usual
-        time; its statements never get less than that either.
+    def _write(
+        self, changes: Sequence[Change], deadline: float, wait_for_rows: bool = False
+    ) -> list[object]:
+        """Make changes in one transaction by `deadline` (`time.monotonic()`), when the
+        bound of the oldest of their requests ends (it may have waited for the batch before).
+
+        The batch may wait for a connection, then (`wait_for_rows`) for the rows it changes,
+        until `STATEMENT_SECONDS` before that bound, which leaves its writes and commit their
+        usual time; its statements never get less than that either.
         """
-        wait = self._writer.time_left() - STATEMENT_SECONDS
-        rows_until = time.monotonic() + wait
+        rows_until = deadline - STATEMENT_SECONDS
         planned = self._on_a_connection(
             lambda connection: make_batch(
                 connection,
                 changes,
                 self._subscribers,
                 statement_seconds=max(STATEMENT_SECONDS, rows_until - time.monotonic()),
+                wait_for_rows=wait_for_rows,
             ),
-            wait=wait,
+            wait=rows_until - time.monotonic(),
         )
-        if self._on_commit is not None:
-            self._on_commit(len(changes))
+        made = sum(not isinstance(outcome, RowHeld) for outcome in planned.outcomes)
+        if made and self._on_commit is not None:
+            self._on_commit(made)
         if planned.events and self._on_event is not None:
             self._on_event()
         return planned.outcomes

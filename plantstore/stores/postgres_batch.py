@@ -1,18 +1,19 @@
 """A batch of changes on PostgreSQL: two round trips and one transaction, however many changes.
 
-The first round trip begins the transaction and reads what the batch's ids hold, their rows
-locked (`FOR UPDATE`, in id order: batches of several workers, or hosts, lock rows in one
-order and never wait for each other in a circle). It waits for a row another transaction
-holds as long as the batch's statements may run, which it sets for its transaction alone
-(`set_config(..., true)`, as `SET LOCAL`): a holder held up by its disk or its machine
-delays the batch rather than failing it. The changes are made on that
-(`plantstore.stores.changes.plan`), and the second round trip writes what they changed, one
-statement a kind of write over arrays (`unnest`), the events with them, and commits: psycopg's
-pipeline mode sends them together and waits once.
+The first round trip begins the transaction and locks the rows of the batch's ids, reading
+what they hold. A change waits only for the rows it touches: the batch skips a row another
+transaction holds (`SKIP LOCKED`; a batch of another host slowed by its disk, an operator's
+session) and leaves the changes of that id to their requests (`RowHeld`), each of which then
+makes its change alone, waiting for the row within its own bound. The changes are made on what
+was read (`plantstore.stores.changes.plan`), and the second round trip writes what they
+changed, one statement a kind of write over arrays (`unnest`), the events with them, and
+commits: psycopg's pipeline mode sends them together and waits once.
 
 An id that held nothing has no row to lock: another transaction may make it meanwhile. The
 insert then fails on the primary key, the transaction with it, and nothing of the batch is
-made: it is read and made again, and the other's plant is now what it reads.
+made: it is read and made again, and the other's plant is now what it reads. New ids are
+inserted in id order, so batches that insert the same ids never wait for each other in a
+circle.
 """
 
 from collections.abc import Sequence
@@ -27,8 +28,17 @@ from plantstore.stores.sql import tag_key
 #: A connection outside any transaction.
 IDLE = TransactionStatus.IDLE
 _STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
-_LOCK_KEPT = (
-    "SELECT id, plant::text FROM plants WHERE id = ANY(%s::bigint[]) ORDER BY id FOR UPDATE"
+#: The rows of the ids that no other transaction holds, locked, with what they hold; the ids
+#: held by others come with no plant.
+_LOCK_FREE_ROWS = (
+    "WITH locked AS MATERIALIZED (SELECT id, plant::text AS plant FROM plants "
+    "WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED) "
+    "SELECT plants.id, locked.plant FROM plants LEFT JOIN locked ON locked.id = plants.id "
+    "WHERE plants.id = ANY(%(ids)s::bigint[])"
+)
+#: The rows of the ids, locked in id order, waiting for those another transaction holds.
+_LOCK_ROWS = (
+    "SELECT id, plant::text FROM plants WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id FOR UPDATE"
 )
 _INSERT = (
     "INSERT INTO plants (id, plant, tag) "
@@ -53,14 +63,21 @@ class NothingWritten(Exception):
     """The connection failed before the batch wrote anything: it may be made again elsewhere."""
 
 
+class RowHeld(Exception):
+    """Another transaction holds the row of the change's id: the batch went on without it, and
+    its request is to make it alone, waiting for the row."""
+
+
 def make_batch(
     connection: psycopg.Connection,
     changes: Sequence[Change],
     subscribers: Sequence[str],
     statement_seconds: float,
+    wait_for_rows: bool = False,
 ) -> Plan:
     """Make `changes` in one transaction on `connection`, each of its statements allowed
-    `statement_seconds`, waiting for rows included; give what they did.
+    `statement_seconds`, waiting for rows included; give what they did, with a `RowHeld` for
+    each change the batch left out (unless `wait_for_rows`: then it waits for them).
 
     Raises:
         NothingWritten: the connection was lost at the first round trip (the database
@@ -76,12 +93,13 @@ def make_batch(
                 try:
                     connection.execute("BEGIN")
                     connection.execute(_STATEMENT_TIMEOUT, (timeout,))
-                    rows = connection.execute(_LOCK_KEPT, (ids,)).fetchall()
+                    locking = _LOCK_ROWS if wait_for_rows else _LOCK_FREE_ROWS
+                    rows = connection.execute(locking, {"ids": ids}).fetchall()
                 except psycopg.OperationalError as ex:
                     if connection.broken:
                         raise NothingWritten from ex
                     raise
-                planned = plan(changes, {i: p.encode() for i, p in rows}, bool(subscribers))
+                planned = _plan(changes, rows, bool(subscribers))
                 _write(connection, planned, subscribers)
                 connection.execute("COMMIT", prepare=False)
             return planned
@@ -91,6 +109,19 @@ def make_batch(
             if not isinstance(ex, psycopg.errors.UniqueViolation):
                 raise
             # An id made by another transaction since the read: read it again.
+
+
+def _plan(changes: Sequence[Change], rows: list[tuple], events: bool) -> Plan:
+    """Make the changes whose rows are locked or free on what the rows hold; the others are
+    `RowHeld`, in their places among the outcomes."""
+    held = {plant_id for plant_id, plant in rows if plant is None}
+    kept = {plant_id: plant.encode() for plant_id, plant in rows if plant is not None}
+    planned = plan([change for change in changes if change.plant_id not in held], kept, events)
+    if not held:
+        return planned
+    made = iter(planned.outcomes)
+    outcomes = [RowHeld() if change.plant_id in held else next(made) for change in changes]
+    return planned._replace(outcomes=outcomes)
 
 
 def _write(connection: psycopg.Connection, planned: Plan, subscribers: Sequence[str]) -> None:
@@ -110,10 +141,10 @@ def _write(connection: psycopg.Connection, planned: Plan, subscribers: Sequence[
 
 
 def _columns(plants: dict[int, bytes]) -> tuple[list, list, list]:
-    """The ids, plants and tags, as three arrays."""
-    ids = list(plants)
-    texts = [plant.decode() for plant in plants.values()]
-    tags = [tag_key(plant) for plant in plants.values()]
+    """The ids, plants and tags, as three arrays, in id order."""
+    ids = sorted(plants)
+    texts = [plants[plant_id].decode() for plant_id in ids]
+    tags = [tag_key(plants[plant_id]) for plant_id in ids]
     return ids, texts, tags
 
 

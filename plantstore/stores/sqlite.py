@@ -51,9 +51,10 @@ class SqliteStore:
     threads and processes. It answers only for the file it opened, or for `started_with`, and
     refuses every call once the path names another (plantstore/stores/sqlite_file.py).
 
-    Changes are made by one writer thread, in batches (plantstore/stores/group_commit.py): a
-    batch is one transaction, taken with the write lock (`BEGIN IMMEDIATE`) so that it never
-    fails half-way for a lock another process holds, and synced once. It reads what its ids
+    Changes are made in batches, each led by one of its requests
+    (plantstore/stores/group_commit.py): a batch is one transaction, taken with the write lock
+    (`BEGIN IMMEDIATE`) so that it never fails half-way for a lock another process holds, and
+    synced once. It reads what its ids
     hold in one statement, makes its changes on that (`plantstore.stores.changes.plan`), and
     writes what they changed with one statement a kind of write, the events with them. The
     writers of every process on the file first queue on a lock of their own (`flock` of the
@@ -94,9 +95,7 @@ class SqliteStore:
         #: When a change of this store's was last committed (`time.monotonic()`).
         self._wrote_at = float("-inf")
         self._writers: int | None = None
-        self._writer = GroupCommit(
-            "plantstore-sqlite-writer", self._write, wait=busy_timeout, lock=self._first_writer
-        )
+        self._writer = GroupCommit(self._write, wait=busy_timeout, lock=self._first_writer)
         # The file this store answers for: the one the service started with, else the one
         # opened, or made, below.
         self._file = SqliteFile(path, busy_timeout, started_with)
@@ -203,15 +202,16 @@ class SqliteStore:
             os.close(self._writers)
             self._writers = None
 
-    def _write(self, work: Sequence[Change | OutboxWork]) -> list[object]:
-        """Make a batch in one transaction; on the writer thread.
+    def _write(self, work: Sequence[Change | OutboxWork], deadline: float) -> list[object]:
+        """Make a batch in one transaction, on the thread of the request that leads it.
 
         It answers for the file as a read does (`_served`), once for the whole batch: a file
-        lost or replaced fails every change of it. It waits for the write lock only what is
-        left of its oldest request's `busy_timeout` (it may have waited for the batch before).
+        lost or replaced fails every change of it. It waits for the write lock only until
+        `deadline`, when its oldest request's `busy_timeout` ends (that request may have waited
+        for the batch before).
         """
         changes = [item for item in work if isinstance(item, CHANGES)]
-        left = self._writer.time_left()
+        left = deadline - time.monotonic()
         if left <= 0:
             raise StoreUnavailable(f"SQLite {self._path}: no time was left to wait for the lock")
         with self._file.served():
