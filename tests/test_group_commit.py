@@ -30,9 +30,12 @@ import pytest
 from plantstore.app import create_app
 from plantstore.core.plants import Put
 from plantstore.core.stores import PlantStore, StoreUnavailable
-from plantstore.stores import group_commit, open_store
+from plantstore.stores import group_commit, open_store, postgres_batch
+from plantstore.stores.changes import Add
 from plantstore.stores.memory import MemoryStore
-from plantstore.stores.postgres import PostgresStore
+from plantstore.stores.postgres import STATEMENT_SECONDS, PostgresStore
+from plantstore.stores.postgres_batch import make_batch
+from plantstore.stores.postgres_schema import migrate
 from plantstore.stores.sqlite import SqliteStore
 from tests.conftest import TOKEN
 from tests.test_store_contract import document
@@ -769,3 +772,94 @@ def test_reads_are_answered_while_a_batch_is_under_way(durable_store, callers, q
         assert durable_store.page(None, 10, None, 4096).plants == [(1, b'{"name":"fern"}')]
         assert not waiting.done()
     assert waiting.result(PATIENCE) == b'{"name":"ivy"}'
+
+
+# The bounds a batch is held to, each as a store must take it.
+
+
+def test_a_change_whose_request_gave_up_counts_nothing_in_its_batchs_bound(queued, callers):
+    """A change whose request stopped waiting before its batch began is not made, and the
+    batch that follows is held to what is left to its oldest change actually taken."""
+    wait = 0.5
+    writing_the_first, let_go = threading.Event(), threading.Event()
+    deadlines = {}
+
+    def write(changes, deadline):
+        if changes == ["first"]:
+            writing_the_first.set()
+            assert let_go.wait(PATIENCE)
+        deadlines[tuple(changes)] = deadline
+        return [None] * len(changes)
+
+    writer = group_commit.GroupCommit(write, wait=wait)
+    first = callers.submit(writer.make, "first")
+    assert writing_the_first.wait(PATIENCE)
+    gave_up = callers.submit(writer.make, "given up")
+    with pytest.raises(StoreUnavailable):
+        gave_up.result(PATIENCE)
+    before_the_fresh = time.monotonic()
+    fresh = callers.submit(writer.make, "fresh")
+    queued.wait_until(at_least(3))
+    let_go.set()
+    assert first.result(PATIENCE) is None
+    assert fresh.result(PATIENCE) is None
+    writer.close()
+    assert list(deadlines) == [("first",), ("fresh",)]
+    assert deadlines["fresh",] >= before_the_fresh + wait
+
+
+def test_a_postgresql_batch_bounds_its_own_transaction_alone(postgres_url):
+    """A batch lets its statements wait what is left of its requests' bound (seconds) for its
+    transaction alone: the connection goes back to the pool with the session's bound
+    (`STATEMENT_SECONDS`), which a read that waits for a table's lock then meets."""
+    store = PostgresStore(postgres_url)
+    try:
+        store.add(1, document("fern"))
+        with psycopg.connect(postgres_url) as other_session:
+            other_session.execute("LOCK TABLE plants IN ACCESS EXCLUSIVE MODE")
+            began = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="statement timeout"):
+                store.get(1)
+            assert time.monotonic() - began < STATEMENT_SECONDS + 1
+    finally:
+        store.close()
+
+
+def test_a_postgresql_batch_inserts_its_new_ids_in_id_order_whatever_order_they_come_in(
+    postgres_url, monkeypatch
+):
+    """Two batches inserting the same new ids wait for each other's inserts in one order, so
+    never in a circle: the statement itself inserts in id order, not only the queue's sort."""
+    inserted = []
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        migrate(connection)
+        execute = connection.execute
+
+        def watched(query, params=None, **kwargs):
+            if query == postgres_batch._INSERT:
+                inserted.append(params[0])
+            return execute(query, params, **kwargs)
+
+        monkeypatch.setattr(connection, "execute", watched)
+        changes = [Add(plant_id, document(f"plant {plant_id}")) for plant_id in (3, 1, 2)]
+        make_batch(connection, changes, (), statement_seconds=STATEMENT_SECONDS)
+    assert inserted == [[1, 2, 3]]
+
+
+def test_a_sqlite_batch_waits_for_a_write_lock_what_is_left_of_its_bound(tmp_path):
+    """Another connection holds the write lock for 200 ms: the batch waits for it, as long as
+    its bound allows (SQLite takes its busy timeout in milliseconds), and its change is made."""
+    path = tmp_path / "plants.db"
+    store = SqliteStore(str(path))
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        let_go = threading.Timer(0.2, other.execute, ["COMMIT"])
+        began = time.monotonic()
+        let_go.start()
+        assert store.add(1, document("fern")) == document("fern")
+        assert time.monotonic() - began >= 0.2
+        let_go.join()
+    finally:
+        other.close()
+        store.close()
