@@ -7,14 +7,20 @@ from marshmallow import ValidationError
 from plantstore.api.auth import BearerAuth
 from plantstore.api.cors import Cors
 from plantstore.api.docs import add_docs
-from plantstore.api.errors import handle_store_unavailable, handle_validation_error, serialize_error
+from plantstore.api.errors import (
+    handle_cursor_gone,
+    handle_store_unavailable,
+    handle_validation_error,
+    serialize_error,
+)
+from plantstore.api.events import Events
 from plantstore.api.middleware import BodyLimit
 from plantstore.api.openapi.document import OpenApiDocument
 from plantstore.api.plants import Plant, Plants
 from plantstore.api.routing import Router
 from plantstore.api.tokens import Tokens
 from plantstore.config import Config, store_kind
-from plantstore.core.stores import PlantStore, StoreUnavailable
+from plantstore.core.stores import CursorGone, PlantStore, StoreUnavailable
 from plantstore.operations.health import Health, Readiness, ReadinessCheck
 from plantstore.operations.logs import Request
 from plantstore.operations.metrics import MetricsEndpoint, RequestMetrics, process_metrics
@@ -55,10 +61,12 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
     app.set_error_serializer(serialize_error)
     app.add_error_handler(ValidationError, handle_validation_error)
     app.add_error_handler(StoreUnavailable, handle_store_unavailable)
+    app.add_error_handler(CursorGone, handle_cursor_gone)
 
     routes = {
         "/plants": Plants(store),
         "/plants/{plant_id}": Plant(store),
+        "/events": Events(store, config.feed_waits, metrics.feed_waiting),
         "/healthz": Health(),
         "/readyz": Readiness(readiness),
         "/metrics": MetricsEndpoint(

@@ -26,6 +26,11 @@ DEFAULT_STORE = MEMORY_URL
 DEFAULT_THREADS = 32
 #: Seconds a start waits for its store to be reached, unless configured.
 DEFAULT_STORE_WAIT = 10
+#: Seconds the feed keeps an event, unless configured: a week.
+DEFAULT_EVENTS_RETENTION = 7 * 86400
+#: Requests of a worker that may wait for the feed's next event at once (`GET /events?wait=`),
+#: with gunicorn's default threads: a quarter of them, so that waits never starve a worker.
+DEFAULT_FEED_WAITS = DEFAULT_THREADS // 4
 #: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.
 DEFAULT_WEBHOOK_TIMEOUT = 5
 #: Seconds after an event's creation after which a failing delivery is given up: a day.
@@ -241,6 +246,9 @@ class Config:
     webhook_timeout: int = DEFAULT_WEBHOOK_TIMEOUT
     webhook_give_up_after: int = DEFAULT_WEBHOOK_GIVE_UP_AFTER
     log_format: str = LOG_FORMATS[0]
+    events_retention: int = DEFAULT_EVENTS_RETENTION
+    #: Requests that may wait for an event at once, in each worker (a quarter of its threads).
+    feed_waits: int = DEFAULT_FEED_WAITS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
@@ -264,6 +272,9 @@ class Config:
                 environ, "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER", DEFAULT_WEBHOOK_GIVE_UP_AFTER
             ),
             log_format=_read_log_format(environ),
+            events_retention=env_int(
+                environ, "PLANTSTORE_EVENTS_RETENTION", DEFAULT_EVENTS_RETENTION, minimum=60
+            ),
         )
 
     @property

@@ -10,11 +10,13 @@ from plantstore.core.stores import PlantStore
 from plantstore.operations.metrics import process_metrics
 from plantstore.stores import Started, open_store
 from plantstore.stores.gate import GatedStore
+from plantstore.stores.pruner import Pruner
 from plantstore.webhooks.deliverer import Deliverer
 
 
 class Runtime:
-    """The store a process serves and the deliverer of its events, opened and closed together.
+    """The store a process serves, its feed's pruner and the deliverer of its events, opened
+    and closed together.
 
     gunicorn makes one in each worker, after the fork, so that no connection is shared across
     processes: the app is built on it, `start` runs from the `post_worker_init` hook and
@@ -34,41 +36,58 @@ class Runtime:
     ) -> None:
         #: What the app is built with.
         self.config = config
-        metrics = process_metrics()
-        committed = threading.Event()
+        self._metrics = process_metrics()
+        self._events_to_send = threading.Event()
         self._opened = open_store(
             config.store_url,
             [subscriber_key(url) for url in config.webhook_urls],
-            committed.set,
-            metrics.count_commit,
+            self._committed,
             started_with,
         )
         #: What the app serves requests from.
         self.store: PlantStore = (
             self._opened if config.memory else GatedStore(self._opened, slots=max(threads - 1, 1))
         )
+        self._pruner = Pruner(
+            self._opened, config.events_retention, self._metrics.events_pruned.inc
+        )
         self._deliverer = None
         if config.webhook_urls:
             self._deliverer = Deliverer(
                 self._opened,
                 config.webhook_urls,
-                committed,
+                self._events_to_send,
                 Webhook(config.webhook_secret),
                 config.webhook_timeout,
                 config.webhook_give_up_after,
-                on_outcome=metrics.count_delivery,
+                on_outcome=self._metrics.count_delivery,
             )
 
     def start(self) -> None:
-        """Start delivering events, if there are subscribers."""
+        """Start pruning the feed, and delivering events if there are subscribers."""
+        self._pruner.start()
         if self._deliverer is not None:
             self._deliverer.start()
 
+    def stop_waiting(self) -> None:
+        """End the requests that wait for the feed's next event: the worker is stopping."""
+        self._opened.stop_waiting()
+
     def close(self) -> None:
-        """Stop delivering (attempts under way end within their timeout), then close the store."""
+        """Stop pruning and delivering (attempts under way end within their timeout), then
+        close the store."""
+        self._pruner.stop()
         if self._deliverer is not None:
             self._deliverer.stop()
         self._opened.close()
+
+    def _committed(self, changes: int, events: int) -> None:
+        """Count what a commit made, and send its events."""
+        if not self.config.memory:
+            self._metrics.count_commit(changes)
+        self._metrics.events_written.inc(events)
+        if events:
+            self._events_to_send.set()
 
     def __enter__(self) -> "Runtime":
         self.start()

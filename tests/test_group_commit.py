@@ -33,8 +33,9 @@ from plantstore.core.stores import PlantStore, StoreUnavailable
 from plantstore.stores import group_commit, open_store, postgres_batch
 from plantstore.stores.changes import Add
 from plantstore.stores.memory import MemoryStore
-from plantstore.stores.postgres import STATEMENT_SECONDS, PostgresStore
+from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.postgres_batch import make_batch
+from plantstore.stores.postgres_connections import STATEMENT_SECONDS
 from plantstore.stores.postgres_schema import migrate
 from plantstore.stores.sqlite import SqliteStore
 from tests.conftest import TOKEN
@@ -108,10 +109,16 @@ def at_least(count: int) -> Callable[[list], bool]:
     return lambda items: len(items) >= count
 
 
+class Commits(Noted):
+    """A store's `on_commit`: it notes the number of changes of each commit."""
+
+    def __call__(self, changes: int, events: int) -> None:
+        super().__call__(changes)
+
+
 @pytest.fixture
 def commits():
-    """A store's `on_commit`: it notes the number of changes of each commit."""
-    return Noted()
+    return Commits()
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ PROBES = {
     "another plant": {"body": {"id": 1, "name": "ivy"}},
     "a free id": {"plant": "3", "body": {"id": 3, **FERN}},
     "invalid": {"plant": "one", "params": {"limit": "0"}, "body": {"id": "one"}},
+    "a cursor older than the feed": {"params": {"after": "0"}},
     "too large": {"body": {"id": 1, **FERN, "tag": "x" * 4096}},
     "not UTF-8": {"latin_1": {"id": 1, **FERN}},
     "no token": {"headers": {}},

@@ -83,12 +83,15 @@ def sqlite_runs(path):
 def test_an_empty_sqlite_database_is_brought_to_the_current_version(tmp_path):
     SqliteStore(str(tmp_path / "plants.db")).close()
     assert sqlite_schema(tmp_path / "plants.db") == (
-        4,
+        5,
         [
+            ("table", "events"),
+            ("table", "feed"),
             ("table", "outbox"),
             ("index", "outbox_due"),
             ("table", "plants"),
             ("index", "plants_by_tag"),
+            ("table", "sqlite_sequence"),
         ],
     )
 
@@ -103,7 +106,7 @@ def test_a_sqlite_database_that_1_0_0_made_is_brought_up_to_date(tmp_path):
         )
     store = SqliteStore(str(path))
     try:
-        assert sqlite_schema(path)[0] == 4
+        assert sqlite_schema(path)[0] == 5
         assert_the_old_plants_are_served(store)
     finally:
         store.close()
@@ -146,21 +149,21 @@ def test_sqlite_stores_opened_at_once_by_processes_migrate_once(tmp_path):
     for worker in workers:
         worker.join(timeout=60)
     assert [worker.exitcode for worker in workers] == [0] * 8
-    assert sqlite_schema(path)[0] == 5
+    assert sqlite_schema(path)[0] == 6
     assert sqlite_runs(path) == 1
 
 
 def test_a_sqlite_database_of_a_newer_plantstore_is_left_alone(tmp_path):
     path = tmp_path / "plants.db"
     with sqlite3.connect(path) as connection:
-        connection.execute("PRAGMA user_version = 5")
+        connection.execute("PRAGMA user_version = 6")
     with pytest.raises(SchemaTooNew) as raised:
         SqliteStore(str(path))
     assert str(raised.value) == (
-        f"SQLite {path} has schema version 5, but this plantstore knows versions up to 4: "
+        f"SQLite {path} has schema version 6, but this plantstore knows versions up to 5: "
         "run a newer plantstore on it"
     )
-    assert sqlite_schema(path) == (5, [])
+    assert sqlite_schema(path) == (6, [])
 
 
 def test_a_locked_sqlite_database_is_unavailable_while_it_needs_migrating(tmp_path):
@@ -173,7 +176,7 @@ def test_a_locked_sqlite_database_is_unavailable_while_it_needs_migrating(tmp_pa
         SqliteStore(str(path), busy_timeout=0.05)
     other_process.execute("ROLLBACK")
     SqliteStore(str(path)).close()
-    assert sqlite_schema(path)[0] == 4
+    assert sqlite_schema(path)[0] == 5
 
 
 def postgres_schema(url):
@@ -202,7 +205,7 @@ def test_an_empty_postgresql_database_is_brought_to_the_current_version(postgres
     with psycopg.connect(postgres_url) as connection:
         (schema,) = connection.execute("SELECT current_schema()").fetchone()
     assert postgres_schema(postgres_url) == (
-        [(4,)],
+        [(5,)],
         [("id", "bigint"), ("plant", "json"), ("tag", "bytea")],
         [
             f"CREATE INDEX plants_by_tag ON {schema}.plants USING btree (tag, id)",
@@ -220,7 +223,7 @@ def test_a_postgresql_database_that_1_0_0_made_is_brought_up_to_date(postgres_ur
         )
     store = PostgresStore(postgres_url)
     try:
-        assert postgres_schema(postgres_url)[0] == [(4,)]
+        assert postgres_schema(postgres_url)[0] == [(5,)]
         assert_the_old_plants_are_served(store)
     finally:
         store.close()
@@ -244,13 +247,13 @@ def test_postgresql_stores_opened_at_once_migrate_once(postgres_url, one_step_mo
 def test_a_postgresql_database_of_a_newer_plantstore_is_left_alone(postgres_url):
     with psycopg.connect(postgres_url) as connection:
         connection.execute("CREATE TABLE plantstore_schema (version integer NOT NULL)")
-        connection.execute("INSERT INTO plantstore_schema (version) VALUES (5)")
+        connection.execute("INSERT INTO plantstore_schema (version) VALUES (6)")
     with pytest.raises(SchemaTooNew) as raised:
         PostgresStore(postgres_url)
     database = urlsplit(postgres_url).path[1:]
     assert str(raised.value) == (
-        f"PostgreSQL database {database} has schema version 5, but this plantstore knows "
-        "versions up to 4: run a newer plantstore on it"
+        f"PostgreSQL database {database} has schema version 6, but this plantstore knows "
+        "versions up to 5: run a newer plantstore on it"
     )
     with psycopg.connect(postgres_url) as connection:
         assert connection.execute("SELECT to_regclass('plants')").fetchone() == (None,)
@@ -296,7 +299,7 @@ def test_a_postgresql_database_down_at_start_is_migrated_when_it_is_back(postgre
                 break
             except StoreUnavailable:
                 assert time.monotonic() < deadline
-        assert postgres_schema(postgres_cluster.url())[0] == [(4,)]
+        assert postgres_schema(postgres_cluster.url())[0] == [(5,)]
         assert store.page(None, 10, "red", MAX_PAGE_BYTES).plants == [
             (1, b'{"name":"fern","tag":"red"}')
         ]
@@ -324,14 +327,20 @@ def outbox_rows(kind, tmp_path, request):
 def test_a_1_1_0_database_gets_its_outbox_and_keeps_its_plants(
     kind, tmp_path, request, monkeypatch
 ):
-    """1.1.0's schema (the first two steps) takes only the outbox's steps."""
+    """1.1.0's schema (the first two steps, a plant in it) takes the steps after them."""
     module, opener = opened_on(kind, tmp_path, request)
     steps = module.STEPS
     with monkeypatch.context() as old:
         old.setattr(module, "STEPS", steps[:2])
-        store = opener()
-        store.add(1, OLD_PLANTS[1])
-        store.close()
+        opener().close()
+    insert = "INSERT INTO plants (id, plant) VALUES "
+    if kind == "sqlite":
+        with contextlib.closing(sqlite3.connect(tmp_path / "plants.db")) as connection:
+            connection.execute(insert + "(?, ?)", (1, OLD_PLANTS[1].decode()))
+            connection.commit()
+    else:
+        with psycopg.connect(request.getfixturevalue("postgres_url")) as connection:
+            connection.execute(insert + "(%s, %s)", (1, OLD_PLANTS[1].decode()))
     key = subscriber_key("http://subscriber.example/hooks")
     store = opener([key])
     try:
@@ -343,7 +352,7 @@ def test_a_1_1_0_database_gets_its_outbox_and_keeps_its_plants(
     finally:
         store.close()
     if kind == "sqlite":
-        assert sqlite_schema(tmp_path / "plants.db")[0] == len(steps) == 4
+        assert sqlite_schema(tmp_path / "plants.db")[0] == len(steps) == 5
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

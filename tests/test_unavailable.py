@@ -30,11 +30,11 @@ from plantstore.operations import health
 from plantstore.operations.health import READY_ANSWER_SECONDS
 from plantstore.stores import open_store, prepare_store
 from plantstore.stores.gate import STALLED_SECONDS, GatedStore
-from plantstore.stores.postgres import (
+from plantstore.stores.postgres import PostgresStore
+from plantstore.stores.postgres_connections import (
     OUTAGE_WAIT_SECONDS,
     REQUEST_SECONDS,
     STATEMENT_SECONDS,
-    PostgresStore,
 )
 from plantstore.stores.sqlite import BUSY_TIMEOUT_SECONDS, WROTE_RECENTLY_SECONDS, SqliteStore
 from tests.concurrency import at_once

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from plantstore.config import store_kind
-from plantstore.core.events import plant_deleted, subscriber_key
+from plantstore.core.events import Event, EventKind, subscriber_key
 from plantstore.stores import open_store
 from plantstore.stores import postgres_schema as postgres_steps
 from plantstore.stores import sqlite_schema as sqlite_steps
@@ -209,13 +209,13 @@ def test_events_waiting_for_urls_reach_their_subscribers_after_the_upgrade(
         receiver.url.replace("http://", "http://user:hunter2@"),
         receiver.url.replace("/hooks", "/other"),
     ]
-    events = [plant_deleted(plant_id) for plant_id in (1, 2)]
+    events = [Event(n, EventKind.DELETED, n, None, time.time()) for n in (1, 2)]
     on_database(
         store_url,
         "INSERT INTO outbox (webhook_id, url, body, created_at, next_attempt_at) "
         "VALUES (?, ?, ?, ?, ?)",
         [
-            (event.webhook_id, url, event.body, event.created_at, event.created_at)
+            (event.id, url, event.webhook_body(), event.at, event.at)
             for event, url in zip(events, urls, strict=True)
         ],
     )

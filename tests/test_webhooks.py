@@ -84,6 +84,11 @@ def keys(urls) -> list[str]:
     return [subscriber_key(url) for url in urls]
 
 
+def waking(deliverer: threading.Event):
+    """A store's `on_commit` that wakes the deliverer, as the runtime's does."""
+    return lambda changes, events: deliverer.set()
+
+
 class Running:
     """A memory store with an outbox, and a started deliverer sending what it holds."""
 
@@ -91,7 +96,7 @@ class Running:
         self.clock = Clock()
         self.wake = threading.Event()
         self._urls = urls
-        self.store = MemoryStore(keys(urls), self.wake.set)
+        self.store = MemoryStore(keys(urls), waking(self.wake))
         # The counters are the process's, which other tests added to: count from here.
         self._metrics = process_metrics()
         self._counted = {name: REGISTRY.get_sample_value(name) for name in (SENT, FAILED, GIVEN_UP)}
@@ -276,7 +281,7 @@ def test_a_delivery_failing_past_the_bound_is_given_up_with_an_error(running, re
     assert running.store.oldest() is None
     error = caplog.records[-1]
     assert error.levelno == logging.ERROR
-    assert error.getMessage().startswith("webhooks: gave up msg_")
+    assert error.getMessage().startswith("webhooks: gave up event ")
     named = f"http://127.0.0.1:{receiver.port} (subscriber {subscriber_key(receiver.url)})"
     assert f"to {named} after 2 attempts" in error.getMessage()
 
@@ -591,7 +596,7 @@ def test_a_retry_waits_a_random_time_up_to_the_backoff(receiver):
     failed together (a subscriber's outage) do not all come back at once."""
     receiver.answer(500)
     wake = threading.Event()
-    store = RetriesNoted(keys([receiver.url]), wake.set)
+    store = RetriesNoted(keys([receiver.url]), waking(wake))
     # The clock stands still, a second ahead: every event made now is due, each wait is
     # exactly its retry's time less `now`, and no retry comes due.
     now = time.time() + 1.0
@@ -690,7 +695,7 @@ class FlakyStore(MemoryStore):
 def flaky(running: Running, failure: Exception, url: str) -> None:
     """Run the deliverer on a flaky store instead."""
     running.deliverer.stop()
-    running.store = FlakyStore(failure, keys([url]), running.wake.set)
+    running.store = FlakyStore(failure, keys([url]), waking(running.wake))
     running.deliverer = running.start()
 
 

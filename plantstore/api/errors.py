@@ -4,7 +4,7 @@ import falcon
 import orjson
 from marshmallow import ValidationError
 
-from plantstore.core.stores import StoreUnavailable
+from plantstore.core.stores import CursorGone, StoreUnavailable
 
 #: Seconds a client is told to wait before it tries again, when the store cannot serve.
 RETRY_AFTER_SECONDS = 1
@@ -38,6 +38,19 @@ def handle_store_unavailable(req, resp, ex: StoreUnavailable, params) -> None:
     """Answer 503 with a retry hint; why goes to the log, not to the client."""
     req.log_error(f"plantstore: store unavailable: {ex}\n")
     raise store_unavailable()
+
+
+#: What a 410 tells a client that follows the feed from a cursor too old.
+CURSOR_GONE = (
+    "The events after this cursor are no longer kept: list the plants again (GET /plants), "
+    "then follow the events after the Events-After that list answers."
+)
+
+
+def handle_cursor_gone(req, resp, ex: CursorGone, params) -> None:
+    """Answer 410, as Kubernetes answers a watch from a version it no longer keeps: a client
+    that went on as if nothing were missing would hold plants that no longer are."""
+    raise falcon.HTTPGone(title="Gone", description=CURSOR_GONE)
 
 
 def store_unavailable() -> falcon.HTTPServiceUnavailable:

@@ -1,7 +1,5 @@
 """`/plants` and `/plants/{id}`: they know the contract, not how plants are stored."""
 
-from urllib.parse import quote, urlencode
-
 import falcon
 import orjson
 from marshmallow import ValidationError
@@ -9,6 +7,7 @@ from marshmallow import ValidationError
 from plantstore.api.conditions import Conditions, etag_of, precondition_failed
 from plantstore.api.media import require_json
 from plantstore.api.openapi.described import Operation, PathItem, answer
+from plantstore.api.routing import mounted, next_page
 from plantstore.api.schemas import (
     MAX_PAGE_BYTES,
     NewPlantSchema,
@@ -93,10 +92,12 @@ class Plants:
                 "A page of plants, each with its id.",
                 {"type": "array", "items": "StoredPlant"},
                 "Link",
+                "Events-After",
             )
         },
         description="Follow the `Link` header's `next` until there is none to see every plant "
-        "once, even while others are created or deleted.",
+        "once, even while others are created or deleted; then follow `GET /events` from the "
+        "first page's `Events-After` to keep up with every change.",
         parameters=({"in": "query", "schema": PageQuerySchema},),
         scope="read",
     )
@@ -108,15 +109,15 @@ class Plants:
         `next` sees every plant once while others come and go.
         """
         query = _PAGE_QUERY.load(req.params)
+        # Taken before the page is read: a change not in it is in the feed after this.
+        resp.set_header("Events-After", str(self._store.head()))
         page = self._store.page(
             query.get("after"), query["limit"], query.get("tag"), MAX_PAGE_BYTES
         )
         resp.data = b"[%b]" % b",".join(stored_plant(*item) for item in page.plants)
         if page.full:
             given = {name: query[name] for name in ("limit", "tag") if name in req.params}
-            query_string = urlencode({**given, "after": page.plants[-1][0]}, quote_via=quote)
-            # Quoted, as GitHub writes it and as many clients' parsers expect.
-            resp.append_header("Link", f'<{_mounted(req, req.path)}?{query_string}>; rel="next"')
+            resp.append_header("Link", next_page(req, {**given, "after": page.plants[-1][0]}))
 
     on_head = on_get
 
@@ -200,7 +201,7 @@ class Plant:
             raise precondition_failed(plant_id) from None
         if done is Put.CREATED:
             resp.status = falcon.HTTP_201
-            resp.location = _mounted(req, f"/plants/{plant_id}")
+            resp.location = mounted(req, f"/plants/{plant_id}")
         _answer_plant(resp, kept)
 
     @Operation(
@@ -229,15 +230,6 @@ def _answer_plant(resp: falcon.Response, plant: bytes) -> None:
     """Answer a kept plant, with its `ETag`."""
     resp.data = plant
     resp.etag = etag_of(plant)
-
-
-def _mounted(req: falcon.Request, path: str) -> str:
-    """The service's `path` where the service is mounted, quoted.
-
-    With one leading slash: a client resolves `//plants`, which `GET //plants` would give, as a
-    URL of the host `plants`.
-    """
-    return quote("/" + (req.root_path + path).lstrip("/"))
 
 
 def _load_plant_id(text: str) -> int:

@@ -1,4 +1,7 @@
-"""Falcon's router, with an `OPTIONS` answer that is what it says: `204 No Content` and `Allow`."""
+"""Falcon's router, with an `OPTIONS` answer that is what it says: `204 No Content` and `Allow`;
+and the paths an answer names, where the service is mounted."""
+
+from urllib.parse import quote, urlencode
 
 import falcon
 from falcon.routing import CompiledRouter
@@ -29,3 +32,18 @@ def options_responder(allowed: str):
         resp.set_header("Allow", allowed)
 
     return on_options
+
+
+def mounted(req: falcon.Request, path: str) -> str:
+    """The service's `path` where the service is mounted, quoted.
+
+    With one leading slash: a client resolves `//plants`, which `GET //plants` would give, as a
+    URL of the host `plants`.
+    """
+    return quote("/" + (req.root_path + path).lstrip("/"))
+
+
+def next_page(req: falcon.Request, query: dict[str, object]) -> str:
+    """The `Link` to the next page (RFC 8288): this path with `query`, the target quoted, as
+    GitHub writes it and as many clients' parsers expect."""
+    return f'<{mounted(req, req.path)}?{urlencode(query, quote_via=quote)}>; rel="next"'

@@ -135,6 +135,83 @@ class PageQuerySchema(Schema):
     tag = fields.String(metadata={"description": "Only plants with exactly this tag."})
 
 
+#: The longest `GET /events` may wait for an event, in seconds.
+MAX_FEED_WAIT = 30
+#: The one wording of a cursor's rule.
+CURSOR = validate.Range(
+    min=0, max=INT64_MAX, error="Must be a cursor: an event's id, or the after of an answer."
+)
+
+
+class EventQuerySchema(Schema):
+    """The query of `GET /events`: from where to follow the feed, how many, how long to wait."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    after = DecimalInteger(
+        validate=CURSOR,
+        metadata={
+            "description": "Only events after this cursor: the `id` of the last event handled, "
+            "the `after` of the last answer, or the `Events-After` of a list of the plants. "
+            "Without it, from the oldest event kept."
+        },
+    )
+    limit = DecimalInteger(
+        load_default=DEFAULT_PAGE_LIMIT,
+        validate=validate.Range(min=1, max=MAX_PAGE_LIMIT),
+        metadata={"description": "The most events on the page."},
+    )
+    wait = DecimalInteger(
+        load_default=0,
+        validate=validate.Range(min=0, max=MAX_FEED_WAIT),
+        metadata={
+            "description": "Seconds to wait for an event when there is none after the cursor: "
+            "the answer comes as soon as one is committed, or empty once the time is up."
+        },
+    )
+
+
+class EventSchema(Schema):
+    """`Event`: a change to a plant, as the feed keeps it; its webhook has its `id` as
+    `webhook-id`."""
+
+    id = fields.String(
+        required=True,
+        metadata={
+            "pattern": "^[0-9]{1,19}$",
+            "description": "Names the event, and is a cursor: `after` it come the changes "
+            "committed after it.",
+        },
+    )
+    type = fields.String(
+        required=True, validate=validate.OneOf(["plantCreated", "plantUpdated", "plantDeleted"])
+    )
+    plant_id = JSONInteger(required=True, validate=INT64)
+    plant = fields.Nested(
+        PlantSchema,
+        required=True,
+        allow_none=True,
+        metadata={"description": "The plant as the change stored it; null for a delete."},
+    )
+    at = fields.DateTime(
+        required=True, metadata={"description": "When the change was made, in UTC (with Z)."}
+    )
+
+
+class EventPageSchema(Schema):
+    """`EventPage`: a page of the feed, and the cursor to go on from."""
+
+    events = fields.List(fields.Nested(EventSchema), required=True)
+    after = fields.String(
+        required=True,
+        metadata={
+            "pattern": "^[0-9]{1,19}$",
+            "description": "The cursor to ask with next, also when the page is empty.",
+        },
+    )
+
+
 class DeletedPlantSchema(Schema):
     """The data of a `plant.deleted` event: the id the plant had."""
 

@@ -1,10 +1,9 @@
-"""The events subscribers hear of, as the bytes every attempt to deliver one sends, and the
+"""The events of changes to plants, as the feed keeps them and the webhooks send them, and the
 name the outbox gives each subscriber."""
 
 import hashlib
-import time
-import uuid
 from datetime import UTC, datetime
+from enum import Enum
 from typing import NamedTuple
 
 import orjson
@@ -13,42 +12,59 @@ from urllib3.util import Url, parse_url
 from plantstore.core.plants import stored_plant
 
 
+class EventKind(Enum):
+    """What a change did, as the database keeps it; each names it in the feed and the webhooks."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    DELETED = "deleted"
+
+    @property
+    def feed_type(self) -> str:
+        """`plantCreated`, as `GET /events` names it."""
+        return f"plant{self.value.capitalize()}"
+
+    @property
+    def webhook_type(self) -> str:
+        """`plant.created`, as a webhook's body names it."""
+        return f"plant.{self.value}"
+
+
 class Event(NamedTuple):
-    """A change to tell subscribers of, made once: every attempt and every URL get these bytes.
+    """A change made to a plant, kept in the feed with its change and sent by webhook.
 
-    `webhook_id` is the Standard Webhooks message id, the same for each URL and attempt, so
-    a subscriber that heard an event already can tell a repeat by it.
+    Its `position` orders it in the feed, and names it there (its `id`) and in every webhook
+    delivery of it (`webhook-id`): a subscriber that takes both tells a repeat by it.
     """
 
-    webhook_id: str
-    body: bytes
-    created_at: float
+    position: int
+    kind: EventKind
+    plant_id: int
+    #: The `Plant` document as stored; None for a delete.
+    plant: bytes | None
+    #: When the change was made, in seconds since the epoch.
+    at: float
+
+    @property
+    def id(self) -> str:
+        return str(self.position)
+
+    def webhook_body(self) -> bytes:
+        """The body every attempt to deliver it sends: its type, its time (UTC to the
+        millisecond, with `Z`) and its data, the `NewPlant` (its id alone, for a delete)."""
+        if self.plant is None:
+            data: object = {"id": self.plant_id}
+        else:
+            data = orjson.Fragment(stored_plant(self.plant_id, self.plant))
+        return orjson.dumps(
+            {"type": self.kind.webhook_type, "timestamp": rfc3339(self.at), "data": data}
+        )
 
 
-def plant_created(plant_id: int, plant: bytes) -> Event:
-    """`plant.created`, whose data is the `NewPlant`: the id and the plant's fields."""
-    return _event("plant.created", orjson.Fragment(stored_plant(plant_id, plant)))
-
-
-def plant_updated(plant_id: int, plant: bytes) -> Event:
-    """`plant.updated`, whose data is the plant as it now is, with its id (a `NewPlant`)."""
-    return _event("plant.updated", orjson.Fragment(stored_plant(plant_id, plant)))
-
-
-def plant_deleted(plant_id: int) -> Event:
-    """`plant.deleted`, whose data is the id the plant had."""
-    return _event("plant.deleted", {"id": plant_id})
-
-
-def _event(kind: str, data: object) -> Event:
-    """An event of this kind with its data, happening now; its id is a fresh uuid4.
-
-    The timestamp is UTC to the millisecond, written with `Z` as the event's schema says.
-    """
-    created_at = time.time()
-    stamp = datetime.fromtimestamp(created_at, UTC).isoformat(timespec="milliseconds")
-    body = orjson.dumps({"type": kind, "timestamp": stamp.replace("+00:00", "Z"), "data": data})
-    return Event(f"msg_{uuid.uuid4().hex}", body, created_at)
+def rfc3339(at: float) -> str:
+    """`at` (seconds since the epoch) in UTC to the millisecond, written with `Z`."""
+    stamp = datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
 
 
 def subscriber_key(url: str) -> str:

@@ -3,6 +3,7 @@ protocols, and the errors a store raises."""
 
 from typing import NamedTuple, Protocol
 
+from plantstore.core.events import Event
 from plantstore.core.plants import Condition, Page, Put
 
 
@@ -22,6 +23,23 @@ class StoreUnusable(Exception):
 
 class SchemaTooNew(Exception):
     """The database was brought to a schema newer than this code knows: it must not touch it."""
+
+
+class CursorGone(Exception):
+    """Events after the cursor asked for are no longer kept: whoever follows must list the
+    plants again, rather than miss changes."""
+
+
+class EventPage(NamedTuple):
+    """A page of the feed, as `PlantStore.events` gives it."""
+
+    #: In the feed's order: for each plant, the order its changes were committed in.
+    events: list[Event]
+    #: The cursor to go on from: the last event's position, or, when the page holds every event
+    #: there is after the cursor, as far as the feed was read.
+    after: int
+    #: Whether the page ended at its limit: more events may follow.
+    full: bool
 
 
 class PlantStore(Protocol):
@@ -74,6 +92,40 @@ class PlantStore(Protocol):
         `tag` when it is given. Its cost grows with `limit`, not with what the store holds,
         and its memory with `max_bytes`: plants that do not fit are not read.
         """
+        ...
+
+    def events(self, after: int | None, limit: int) -> EventPage:
+        """Up to `limit` events committed after the cursor `after` (from the oldest kept, when
+        None), in the feed's order.
+
+        Following `EventPage.after` from any cursor gives each change committed after it once,
+        in the order of its plant's commits, whatever the number of writers and hosts.
+
+        Raises:
+            CursorGone: events after `after` were pruned.
+        """
+        ...
+
+    def head(self) -> int:
+        """A cursor from which `events` gives every change not committed before this call.
+
+        So a client that lists the plants after taking it, then follows the events after it,
+        ends with what the store holds, whatever changed meanwhile.
+        """
+        ...
+
+    def prune(self, before: float, limit: int) -> int:
+        """Forget up to `limit` of the oldest events, those made before `before` (seconds since
+        the epoch); give how many. It holds up no change for longer than one small write."""
+        ...
+
+    def wait_for_events(self, timeout: float) -> bool:
+        """Sleep until this process commits a change, or `timeout` seconds pass, or less when
+        other processes write too (look again then); False once `stop_waiting` was called."""
+        ...
+
+    def stop_waiting(self) -> None:
+        """End every wait for events, at once and from now on: the process is stopping."""
         ...
 
     def check_ready(self) -> None:

@@ -2,8 +2,9 @@
 
 The requests (by route, method and status), their latency and how many are under way; the
 plants created (by POST or PUT) and deleted; the 503s of a store that could not serve; whether
-the store is ready; the durable stores' commits; and the webhooks sent, failed and given up,
-and how long the oldest pending has waited.
+the store is ready; the durable stores' commits; the feed's events written and pruned, and the
+requests waiting for the next; and the webhooks sent, failed and given up, and how long the
+oldest pending has waited.
 
 These are prometheus_client's metrics, in its default registry, made once in each process by
 the first call of `process_metrics` (from `create_app` or `Runtime`), never at import. Under
@@ -102,6 +103,22 @@ class Metrics:
             "plantstore_store_unavailable",
             "Answers 503 because the store could not serve, by route template.",
             ("route",),
+            registry=registry,
+        )
+        self.events_written = Counter(
+            "plantstore_events_written",
+            "Events the stores wrote to the feed with their changes (GET /events).",
+            registry=registry,
+        )
+        self.events_pruned = Counter(
+            "plantstore_events_pruned",
+            "Events forgotten by the feed, older than PLANTSTORE_EVENTS_RETENTION.",
+            registry=registry,
+        )
+        self.feed_waiting = Gauge(
+            "plantstore_feed_waiting_requests",
+            "Requests waiting for the feed's next event (GET /events with wait), in all workers.",
+            multiprocess_mode="livesum",
             registry=registry,
         )
         self.webhook_events_sent = Counter(

@@ -18,18 +18,15 @@ Started = tuple[int, int] | None
 def open_store(
     url: str,
     subscribers: Sequence[str] = (),
-    on_event: Callable[[], None] | None = None,
-    on_commit: Callable[[int], None] | None = None,
+    on_commit: Callable[[int, int], None] | None = None,
     started_with: Started = None,
 ) -> PlantStore:
     """Open the store a `PLANTSTORE_STORE` URL names (checked by `plantstore.config`).
 
-    A SQLite store answers only for the file the service `started_with`, when one is given
-    (`prepare_store` gives it).
-
-    With `subscribers` (their keys), it is an `Outbox` too, which writes an event for each of
-    them with every change, and calls `on_event` once the change and its events are committed.
-    A durable store calls `on_commit` after each commit, with the number of changes it held.
+    With `subscribers` (their keys), it is an `Outbox` too, which writes a delivery of each
+    event to each of them with the change. It calls `on_commit` after each commit, with the
+    numbers of changes it held and of events it wrote. A SQLite store answers only for the
+    file the service `started_with`, when one is given (`prepare_store` gives it).
 
     The SQLite and PostgreSQL modules are imported only when chosen, so the base install
     needs neither psycopg nor anything else beyond the standard library.
@@ -38,21 +35,16 @@ def open_store(
     if kind == "memory":
         from plantstore.stores.memory import MemoryStore
 
-        return MemoryStore(subscribers, on_event)
+        return MemoryStore(subscribers, on_commit)
     if kind == "sqlite":
         from plantstore.stores.sqlite import SqliteStore
 
-        return SqliteStore(
-            url.removeprefix("sqlite:///"),
-            subscribers,
-            on_event,
-            started_with=started_with,
-            on_commit=on_commit,
-        )
+        path = url.removeprefix("sqlite:///")
+        return SqliteStore(path, subscribers, on_commit, started_with=started_with)
     if kind == "postgresql":
         from plantstore.stores.postgres import PostgresStore
 
-        return PostgresStore(url, subscribers, on_event, on_commit)
+        return PostgresStore(url, subscribers, on_commit)
     # Not the URL itself: a mistyped PostgreSQL URL may hold a password.
     raise ValueError("PLANTSTORE_STORE names no store")
 

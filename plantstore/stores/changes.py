@@ -1,17 +1,20 @@
-"""Changes to plants as data, and what a batch of them does when made one after another.
+"""Changes to plants as data, and what a batch of them does when made one after another: the
+rules of a change, for every store.
 
-A durable store makes a worker's changes in batches (plantstore/stores/group_commit.py). It
-reads what the batch's ids hold, in the batch's transaction and under its locks, and `plan`
-makes each change on that copy, in order, as the store would one at a time: each change gets
-the answer it would get alone, conditions and conflicts included. What the batch then writes
-is the difference between what the ids held and what they hold after the last change: one
-statement a kind of write (or one in all), whatever the number of changes.
+A store reads what the ids of its changes hold (a durable one in the batch's transaction and
+under its locks, plantstore/stores/group_commit.py), and `plan` makes each change on that
+copy, in order, as if one at a time: each change gets the answer it would get alone,
+conditions and conflicts included, and each change made gets its event, at the next position
+of the feed. What the store then writes is the difference between what the ids held and what
+they hold after the last change, and the events: one statement a kind of write, whatever the
+number of changes.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from plantstore.core.events import Event, plant_created, plant_deleted, plant_updated
+from plantstore.core.events import Event, EventKind
 from plantstore.core.plants import Condition, ConditionFailed, Put, same_plant
 
 
@@ -53,18 +56,19 @@ class Plan(NamedTuple):
     updates: dict[int, bytes]
     #: Ids that held a plant and hold none.
     deletes: list[int]
-    #: The events of the changes made, in their order (none when none is wanted).
+    #: The events of the changes made, in their order, at positions from the first given.
     events: list[Event]
 
 
-def plan(changes: Sequence[Change], kept: Mapping[int, bytes], events: bool) -> Plan:
-    """Make `changes` one after another on what their ids hold (`kept`: absent, nothing).
+def plan(changes: Sequence[Change], kept: Mapping[int, bytes], first_position: int) -> Plan:
+    """Make `changes` one after another on what their ids hold (`kept`: absent, nothing); their
+    events take the feed's positions from `first_position` on.
 
     Conditions are asked here, of what each id holds when its change comes: with `kept` read
     under the batch's locks, that is what the database holds then.
     """
     held = {change.plant_id: kept.get(change.plant_id) for change in changes}
-    made: list[Event] | None = [] if events else None
+    made = _Events(first_position)
     outcomes: list[object] = []
     for change in changes:
         try:
@@ -80,19 +84,31 @@ def plan(changes: Sequence[Change], kept: Mapping[int, bytes], events: bool) -> 
             deletes.append(plant_id)
         elif plant is not before and plant != before:
             updates[plant_id] = plant
-    return Plan(outcomes, inserts, updates, deletes, made or [])
+    return Plan(outcomes, inserts, updates, deletes, made.events)
 
 
-def _make(change: Change, held: dict[int, bytes | None], made: list[Event] | None) -> object:
-    """Make one change on `held`, and its event in `made` (None: no event is wanted); give
-    its answer."""
+class _Events:
+    """The events of a plan, each at the next position, all at the time the plan is made."""
+
+    def __init__(self, first_position: int) -> None:
+        self.events: list[Event] = []
+        self._next = first_position
+        self._at = time.time()
+
+    def note(self, kind: EventKind, plant_id: int, plant: bytes | None) -> None:
+        self.events.append(Event(self._next, kind, plant_id, plant, self._at))
+        self._next += 1
+
+
+def _make(change: Change, held: dict[int, bytes | None], made: _Events) -> object:
+    """Make one change on `held`, and note its event in `made`; give its answer."""
     plant_id = change.plant_id
     kept = held[plant_id]
     if isinstance(change, Add):
         if kept is not None:
             return kept
         held[plant_id] = change.plant
-        _note(made, plant_created, plant_id, change.plant)
+        made.note(EventKind.CREATED, plant_id, change.plant)
         return change.plant
     if change.condition is not None and not change.condition(kept):
         raise ConditionFailed
@@ -100,19 +116,14 @@ def _make(change: Change, held: dict[int, bytes | None], made: list[Event] | Non
         if kept is None:
             return False
         held[plant_id] = None
-        _note(made, plant_deleted, plant_id)
+        made.note(EventKind.DELETED, plant_id, None)
         return True
     if kept is None:
         held[plant_id] = change.plant
-        _note(made, plant_created, plant_id, change.plant)
+        made.note(EventKind.CREATED, plant_id, change.plant)
         return Put.CREATED, change.plant
     if same_plant(kept, change.plant):
         return Put.UNCHANGED, kept
     held[plant_id] = change.plant
-    _note(made, plant_updated, plant_id, change.plant)
+    made.note(EventKind.UPDATED, plant_id, change.plant)
     return Put.REPLACED, change.plant
-
-
-def _note(made: list[Event] | None, make: Callable[..., Event], *args: object) -> None:
-    if made is not None:
-        made.append(make(*args))

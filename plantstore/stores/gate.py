@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from plantstore.core.plants import Condition, ConditionFailed, Page, Put
-from plantstore.core.stores import PlantStore, StoreUnavailable
+from plantstore.core.stores import CursorGone, EventPage, PlantStore, StoreUnavailable
 
 _T = TypeVar("_T")
 
@@ -64,6 +64,22 @@ class GatedStore:
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         return self._call(self._store.page, after, limit, tag, max_bytes)
 
+    def events(self, after: int | None, limit: int) -> EventPage:
+        return self._call(self._store.events, after, limit)
+
+    def head(self) -> int:
+        return self._call(self._store.head)
+
+    def prune(self, before: float, limit: int) -> int:
+        return self._call(self._store.prune, before, limit)
+
+    def wait_for_events(self, timeout: float) -> bool:
+        """Wait outside the slots: a request that waits asks nothing of the store meanwhile."""
+        return self._store.wait_for_events(timeout)
+
+    def stop_waiting(self) -> None:
+        self._store.stop_waiting()
+
     def check_ready(self) -> None:
         self._call(self._store.check_ready)
 
@@ -79,8 +95,8 @@ class GatedStore:
         began = self._enter()
         try:
             answer = method(*args)
-        except ConditionFailed:
-            self._leave(began, answered=True)  # the store answered: not this change
+        except (ConditionFailed, CursorGone):
+            self._leave(began, answered=True)  # the store answered: no, for this call
             raise
         except BaseException:
             self._leave(began, answered=False)

@@ -1,15 +1,22 @@
-"""A store in the process's memory: gone with the process, its undelivered events with it."""
+"""A store in the process's memory: gone with the process, its feed and undelivered events too."""
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from itertools import count, islice
 
 import orjson
 from sortedcontainers import SortedList
 
-from plantstore.core.events import Event, plant_created, plant_deleted, plant_updated
-from plantstore.core.plants import Condition, ConditionFailed, Page, Put, fill_page, same_plant
-from plantstore.core.stores import Delivery
+from plantstore.core.events import Event
+from plantstore.core.plants import Condition, Page, Put, fill_page
+from plantstore.core.stores import CursorGone, Delivery, EventPage
+from plantstore.stores.changes import Add, Change, Plan, Remove, Replace, plan
+from plantstore.stores.feed_waits import FeedWaits
+from plantstore.stores.memory_feed import MemoryFeed
+
+#: The most events the feed keeps, whatever their age: each holds memory until pruned.
+FEED_LIMIT = 1_000_000
 
 
 class MemoryStore:
@@ -18,22 +25,34 @@ class MemoryStore:
     `_plants` maps each id to its plant, `_ids` holds every id in order and `_ids_by_tag` each
     tag's ids in order, so a page is found in O(log n + limit) however many plants there are.
     Ids and plants are ints and bytes, which the garbage collector does not track, so millions
-    of plants add little to collection pauses.
+    of plants add little to collection pauses. Each change is made by the rules every store
+    follows (`plantstore.stores.changes.plan`), one at a time under the lock.
+
+    The feed's positions start at the store's making, in nanoseconds since the epoch: a cursor
+    of an earlier run (whose plants are gone) is older than the feed, and `CursorGone`.
 
     With subscribers it keeps its outbox in the same way: `_deliveries` by id, and for each
     subscriber `_due`, its deliveries' ids ordered by the time each is due, so a claim costs
     O(log n) however many wait.
+
+    Args:
+        subscribers: the keys (`subscriber_key`) of the subscribers events go to.
+        on_commit: called after each change made, with the number of changes (1) and events.
     """
 
     def __init__(
-        self, subscribers: Sequence[str] = (), on_event: Callable[[], None] | None = None
+        self,
+        subscribers: Sequence[str] = (),
+        on_commit: Callable[[int, int], None] | None = None,
     ) -> None:
         self._plants: dict[int, bytes] = {}
         self._ids: SortedList[int] = SortedList()
         self._ids_by_tag: dict[str, SortedList[int]] = {}
         self._lock = threading.Lock()
         self._subscribers = tuple(subscribers)
-        self._on_event = on_event
+        self._on_commit = on_commit
+        self._feed = MemoryFeed(first_position=time.time_ns())
+        self._waits = FeedWaits()
         self._deliveries: dict[int, tuple[float, Delivery]] = {}
         self._due: dict[str, SortedList[tuple[float, int]]] = {
             subscriber: SortedList() for subscriber in self._subscribers
@@ -41,51 +60,18 @@ class MemoryStore:
         self._next_id = count(1)
 
     def add(self, plant_id: int, plant: bytes) -> bytes:
-        compact = _compact(plant)
-        with self._lock:
-            kept = self._plants.get(plant_id)
-            if kept is not None:
-                return kept
-            self._keep(plant_id, compact)
-            self._record(plant_created, plant_id, compact)
-        self._notify()
-        return compact
+        return self._make(Add(plant_id, _compact(plant)))
 
     def put(
         self, plant_id: int, plant: bytes, condition: Condition | None = None
     ) -> tuple[Put, bytes]:
-        compact = _compact(plant)
-        with self._lock:
-            kept = self._plants.get(plant_id)
-            if condition is not None and not condition(kept):
-                raise ConditionFailed
-            if kept is None:
-                self._keep(plant_id, compact)
-                self._record(plant_created, plant_id, compact)
-                done = Put.CREATED
-            elif same_plant(kept, compact):
-                return Put.UNCHANGED, kept
-            else:
-                self._replace(plant_id, kept, compact)
-                self._record(plant_updated, plant_id, compact)
-                done = Put.REPLACED
-        self._notify()
-        return done, compact
+        return self._make(Replace(plant_id, _compact(plant), condition))
 
     def get(self, plant_id: int) -> bytes | None:
         return self._plants.get(plant_id)
 
     def delete(self, plant_id: int, condition: Condition | None = None) -> bool:
-        with self._lock:
-            kept = self._plants.get(plant_id)
-            if condition is not None and not condition(kept):
-                raise ConditionFailed
-            if kept is None:
-                return False
-            self._forget(plant_id, kept)
-            self._record(plant_deleted, plant_id)
-        self._notify()
-        return True
+        return self._make(Remove(plant_id, condition))
 
     def page(self, after: int | None, limit: int, tag: str | None, max_bytes: int) -> Page:
         with self._lock:
@@ -95,11 +81,37 @@ class MemoryStore:
             pairs = ((plant_id, self._plants[plant_id]) for plant_id in islice(ids, limit))
             return fill_page(pairs, limit, max_bytes)
 
+    def events(self, after: int | None, limit: int) -> EventPage:
+        with self._lock:
+            if after is None:
+                after = self._feed.pruned_through
+            elif after < self._feed.pruned_through:
+                raise CursorGone
+            events = self._feed.after(after, limit)
+            if len(events) == limit:
+                return EventPage(events, events[-1].position, full=True)
+            return EventPage(events, max(after, self._feed.head), full=False)
+
+    def head(self) -> int:
+        with self._lock:
+            return self._feed.head
+
+    def prune(self, before: float, limit: int) -> int:
+        with self._lock:
+            return self._feed.prune(before, limit)
+
+    def wait_for_events(self, timeout: float) -> bool:
+        return self._waits.wait(timeout)
+
+    def stop_waiting(self) -> None:
+        self._waits.stop()
+
     def check_ready(self) -> None:
         """Memory takes a write whenever the process runs."""
 
     def close(self) -> None:
-        """Nothing to let go of: the plants go with the process."""
+        """Nothing to let go of: the plants go with the process; its waits end."""
+        self._waits.stop()
 
     def claim(self, subscriber: str, now: float, lease_until: float, limit: int) -> list[Delivery]:
         with self._lock:
@@ -127,27 +139,45 @@ class MemoryStore:
                 return None
             return self._deliveries[next(iter(self._deliveries))][1].created_at
 
-    def _keep(self, plant_id: int, plant: bytes) -> None:
-        """Keep `plant` under the free `plant_id`, in every index; called holding the lock."""
-        self._plants[plant_id] = plant
-        self._ids.add(plant_id)
-        self._add_to_tag(plant_id, _tag(plant))
+    def _make(self, change: Change) -> object:
+        """Make `change` by the rules of every store, under the lock; give its answer."""
+        with self._lock:
+            held = self._plants.get(change.plant_id)
+            kept = {} if held is None else {change.plant_id: held}
+            planned = plan([change], kept, self._feed.head + 1)
+            self._write(planned, held)
+        if planned.events:
+            self._waits.committed()
+            if self._on_commit is not None:
+                self._on_commit(1, len(planned.events))
+        (outcome,) = planned.outcomes
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
-    def _replace(self, plant_id: int, kept: bytes, plant: bytes) -> None:
-        """Put `plant` in the place of `kept` under `plant_id`, in every index; called holding
-        the lock. The id never leaves `_plants`: `get` reads it without the lock, and must find
-        one plant or the other, never none, which would be a plant deleted."""
-        self._plants[plant_id] = plant
-        old, new = _tag(kept), _tag(plant)
-        if old != new:
-            self._remove_from_tag(plant_id, old)
-            self._add_to_tag(plant_id, new)
-
-    def _forget(self, plant_id: int, plant: bytes) -> None:
-        """Take `plant`, kept under `plant_id`, out of every index; called holding the lock."""
-        del self._plants[plant_id]
-        self._ids.remove(plant_id)
-        self._remove_from_tag(plant_id, _tag(plant))
+    def _write(self, planned: Plan, held: bytes | None) -> None:
+        """Keep what a change planned, in every index, the feed and the outbox; called holding
+        the lock. A plant replaced never leaves `_plants`: `get` reads it without the lock,
+        and must find one plant or the other, never none, which would be a plant deleted."""
+        for plant_id, plant in planned.inserts.items():
+            self._plants[plant_id] = plant
+            self._ids.add(plant_id)
+            self._add_to_tag(plant_id, _tag(plant))
+        for plant_id, plant in planned.updates.items():
+            self._plants[plant_id] = plant
+            old, new = _tag(held), _tag(plant)
+            if old != new:
+                self._remove_from_tag(plant_id, old)
+                self._add_to_tag(plant_id, new)
+        for plant_id in planned.deletes:
+            del self._plants[plant_id]
+            self._ids.remove(plant_id)
+            self._remove_from_tag(plant_id, _tag(held))
+        self._feed.append(planned.events)
+        if len(self._feed) > FEED_LIMIT:
+            self._feed.prune(float("inf"), len(self._feed) - FEED_LIMIT)
+        for event in planned.events:
+            self._record(event)
 
     def _add_to_tag(self, plant_id: int, tag: str | None) -> None:
         if tag is not None:
@@ -163,17 +193,16 @@ class MemoryStore:
             if not ids:
                 del self._ids_by_tag[tag]
 
-    def _record(self, make: Callable[..., Event], *args: object) -> None:
-        """Keep a delivery of the event `make(*args)` for each subscriber, due now; called
-        holding the lock. Without subscribers no event is made."""
+    def _record(self, event: Event) -> None:
+        """Keep a delivery of `event` for each subscriber, due now; called holding the lock."""
         if not self._subscribers:
             return
-        event = make(*args)
+        body = event.webhook_body()
         for subscriber in self._subscribers:
             n = next(self._next_id)
-            delivery = Delivery(n, event.webhook_id, subscriber, event.body, event.created_at, 0)
-            self._deliveries[n] = (event.created_at, delivery)
-            self._due[subscriber].add((event.created_at, n))
+            delivery = Delivery(n, event.id, subscriber, body, event.at, 0)
+            self._deliveries[n] = (event.at, delivery)
+            self._due[subscriber].add((event.at, n))
 
     def _reschedule(self, n: int, at: float, attempts: int = 0) -> None:
         due, delivery = self._deliveries[n]
@@ -183,15 +212,11 @@ class MemoryStore:
         self._deliveries[n] = (at, delivery)
         self._due[delivery.subscriber].add((at, n))
 
-    def _notify(self) -> None:
-        if self._subscribers and self._on_event is not None:
-            self._on_event()
-
 
 def _compact(plant: bytes) -> bytes:
     """A right-sized copy of `plant`: bytes made by orjson hold on to its whole 4 KiB buffer."""
     return bytes(memoryview(plant))
 
 
-def _tag(plant: bytes) -> str | None:
-    return orjson.loads(plant).get("tag")
+def _tag(plant: bytes | None) -> str | None:
+    return None if plant is None else orjson.loads(plant).get("tag")

@@ -9,6 +9,18 @@ was read (`plantstore.stores.changes.plan`), and the second round trip writes wh
 changed, one statement a kind of write over arrays (`unnest`), the events with them, and
 commits: psycopg's pipeline mode sends them together and waits once.
 
+The feed must give every change committed after a cursor, on whatever host, and each plant's
+changes in the order they were committed. Positions taken from a sequence would do neither: a
+sequence's value is taken before its transaction commits, so a reader can pass position 12
+while 11 is still to be committed. So a batch's events take positions from its transaction's
+id (`pg_current_xact_id()`, taken as it begins: `POSITIONS_PER_TRANSACTION` apiece), and the
+feed is read only below the oldest transaction still running (postgres_feed.py), where nothing
+more can come. A transaction's id is older than those of transactions that began after it,
+which may change a plant and commit before it changes that plant too: before its commit, the
+batch asks `plantstore_events_in_order` whether any of its plants has an event at a later
+position, and if one has, it is made again in a new transaction, with a newer id. So each
+plant's events are in the order of its commits, as its row's lock ordered them.
+
 An id that held nothing has no row to lock: another transaction may make it meanwhile. The
 insert then fails on the primary key, the transaction with it, and nothing of the batch is
 made: it is read and made again, and the other's plant is now what it reads. New ids are
@@ -21,13 +33,23 @@ from collections.abc import Sequence
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from plantstore.core.events import Event
 from plantstore.stores.changes import Change, Plan, plan
-from plantstore.stores.sql import tag_key
+from plantstore.stores.postgres_connections import NothingWritten
+from plantstore.stores.sql import event_rows, outbox_rows, tag_key
 
 #: A connection outside any transaction.
 IDLE = TransactionStatus.IDLE
 _STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
+#: Positions in the feed a transaction has for its events: more than a batch has changes (one
+#: a request its worker answers), and few enough that positions fit a bigint for the first
+#: 2**47 transactions.
+POSITIONS_PER_TRANSACTION = 1 << 16
+_TRANSACTION_ID = "SELECT pg_current_xact_id()::text::bigint"
+_IN_ORDER = "SELECT plantstore_events_in_order(%s::bigint[], %s::bigint)"
+_EVENTS = (
+    "INSERT INTO events (position, kind, plant_id, plant, at) "
+    "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::json[], %s::float8[])"
+)
 #: The rows of the ids that no other transaction holds, locked, with what they hold; the ids
 #: held by others come with no plant.
 _LOCK_FREE_ROWS = (
@@ -57,10 +79,6 @@ _RECORD = (
     "FROM unnest(%s::text[], %s::text[], %s::bytea[], %s::float8[]) "
     "AS event (webhook_id, subscriber, body, created_at)"
 )
-
-
-class NothingWritten(Exception):
-    """The connection failed before the batch wrote anything: it may be made again elsewhere."""
 
 
 class RowHeld(Exception):
@@ -93,30 +111,38 @@ def make_batch(
                 try:
                     connection.execute("BEGIN")
                     connection.execute(_STATEMENT_TIMEOUT, (timeout,))
+                    transaction = connection.execute(_TRANSACTION_ID)
                     locking = _LOCK_ROWS if wait_for_rows else _LOCK_FREE_ROWS
                     rows = connection.execute(locking, {"ids": ids}).fetchall()
+                    (transaction_id,) = transaction.fetchone()
                 except psycopg.OperationalError as ex:
                     if connection.broken:
                         raise NothingWritten from ex
                     raise
-                planned = _plan(changes, rows, bool(subscribers))
-                _write(connection, planned, subscribers)
+                first_position = transaction_id * POSITIONS_PER_TRANSACTION
+                planned = _plan(changes, rows, first_position)
+                _write(connection, planned, first_position, subscribers)
                 connection.execute("COMMIT", prepare=False)
             return planned
         except BaseException as ex:
             if not connection.closed and connection.info.transaction_status != IDLE:
                 connection.execute("ROLLBACK")
-            if not isinstance(ex, psycopg.errors.UniqueViolation):
+            if not isinstance(
+                ex, psycopg.errors.UniqueViolation | psycopg.errors.SerializationFailure
+            ):
                 raise
-            # An id made by another transaction since the read: read it again.
+            # An id made by another transaction since the read, or a plant changed by a newer
+            # one: read again, in a new transaction.
 
 
-def _plan(changes: Sequence[Change], rows: list[tuple], events: bool) -> Plan:
+def _plan(changes: Sequence[Change], rows: list[tuple], first_position: int) -> Plan:
     """Make the changes whose rows are locked or free on what the rows hold; the others are
     `RowHeld`, in their places among the outcomes."""
     held = {plant_id for plant_id, plant in rows if plant is None}
     kept = {plant_id: plant.encode() for plant_id, plant in rows if plant is not None}
-    planned = plan([change for change in changes if change.plant_id not in held], kept, events)
+    planned = plan(
+        [change for change in changes if change.plant_id not in held], kept, first_position
+    )
     if not held:
         return planned
     made = iter(planned.outcomes)
@@ -124,8 +150,11 @@ def _plan(changes: Sequence[Change], rows: list[tuple], events: bool) -> Plan:
     return planned._replace(outcomes=outcomes)
 
 
-def _write(connection: psycopg.Connection, planned: Plan, subscribers: Sequence[str]) -> None:
-    """Queue the statements that write what the batch changed, and its events.
+def _write(
+    connection: psycopg.Connection, planned: Plan, first_position: int, subscribers: Sequence[str]
+) -> None:
+    """Queue the statements that write what the batch changed, check the order of its events,
+    and write them, to the feed and the outbox.
 
     None of them is prepared: when one fails, the server skips the others of the pipeline,
     the preparation of any of them included, which psycopg would take as made.
@@ -136,8 +165,14 @@ def _write(connection: psycopg.Connection, planned: Plan, subscribers: Sequence[
         connection.execute(_UPDATE, _columns(planned.updates), prepare=False)
     if planned.deletes:
         connection.execute(_DELETE, (planned.deletes,), prepare=False)
-    if planned.events:
-        connection.execute(_RECORD, _outbox_columns(planned.events, subscribers), prepare=False)
+    if not planned.events:
+        return
+    plant_ids = sorted({event.plant_id for event in planned.events})
+    connection.execute(_IN_ORDER, (plant_ids, first_position), prepare=False)
+    connection.execute(_EVENTS, _transposed(event_rows(planned.events)), prepare=False)
+    if subscribers:
+        rows = outbox_rows(planned.events, subscribers)
+        connection.execute(_RECORD, _transposed(rows), prepare=False)
 
 
 def _columns(plants: dict[int, bytes]) -> tuple[list, list, list]:
@@ -148,12 +183,6 @@ def _columns(plants: dict[int, bytes]) -> tuple[list, list, list]:
     return ids, texts, tags
 
 
-def _outbox_columns(events: list[Event], subscribers: Sequence[str]) -> tuple[list, ...]:
-    """A delivery of each event to each subscriber, due now, as four arrays."""
-    deliveries = [(event, subscriber) for event in events for subscriber in subscribers]
-    return (
-        [event.webhook_id for event, _ in deliveries],
-        [subscriber for _, subscriber in deliveries],
-        [event.body for event, _ in deliveries],
-        [event.created_at for event, _ in deliveries],
-    )
+def _transposed(rows: list[tuple]) -> list[list]:
+    """Rows (one at least) as one array a column, as `unnest` takes them."""
+    return [list(column) for column in zip(*rows, strict=True)]

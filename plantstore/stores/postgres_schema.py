@@ -65,8 +65,33 @@ def _key_subscribers(connection: psycopg.Connection) -> None:
     connection.execute("ALTER TABLE outbox RENAME COLUMN url TO subscriber")
 
 
+def _create_feed(connection: psycopg.Connection) -> None:
+    """Keep the feed: each change's event at its position, and how far the feed was pruned.
+
+    A batch's events take positions from its transaction's id (postgres_batch.py), and
+    `plantstore_events_in_order` refuses a batch that would put a plant's event before one of
+    that plant committed earlier (`events_by_plant` finds them).
+    """
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS events (position bigint PRIMARY KEY, kind text NOT NULL, "
+        "plant_id bigint NOT NULL, plant json, at double precision NOT NULL)"
+    )
+    connection.execute("CREATE INDEX IF NOT EXISTS events_by_plant ON events (plant_id, position)")
+    connection.execute("CREATE TABLE IF NOT EXISTS feed (pruned_through bigint NOT NULL)")
+    connection.execute("INSERT INTO feed (pruned_through) VALUES (0)")
+    connection.execute(
+        "CREATE OR REPLACE FUNCTION plantstore_events_in_order(plant_ids bigint[], "
+        "first_position bigint) RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
+        "IF EXISTS (SELECT 1 FROM events WHERE plant_id = ANY(plant_ids) "
+        "AND position >= first_position) THEN RAISE EXCEPTION USING "
+        "ERRCODE = 'serialization_failure', MESSAGE = 'a plant of the batch has an event of "
+        "a later transaction id: the batch is made again in a new transaction'; "
+        "END IF; END $$"
+    )
+
+
 #: The schema, step by step; the one row of `plantstore_schema` counts the steps taken.
-STEPS = (_create_plants, _index_tags, _create_outbox, _key_subscribers)
+STEPS = (_create_plants, _index_tags, _create_outbox, _key_subscribers, _create_feed)
 
 
 def _version(connection: psycopg.Connection) -> int:

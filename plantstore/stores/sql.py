@@ -7,7 +7,7 @@ from typing import TypeVar
 
 import orjson
 
-from plantstore.core.events import Event, subscriber_key
+from plantstore.core.events import Event, EventKind, subscriber_key
 from plantstore.core.stores import Delivery, SchemaTooNew
 
 _Step = TypeVar("_Step")
@@ -69,8 +69,6 @@ def outbox_statements(marker: str) -> dict[str, str]:
     that time) finds what is due to a subscriber.
     """
     return {
-        "record": "INSERT INTO outbox (webhook_id, subscriber, body, created_at, next_attempt_at) "
-        f"VALUES ({marker}, {marker}, {marker}, {marker}, {marker})",
         "retry": f"UPDATE outbox SET next_attempt_at = {marker}, attempts = attempts + 1 "
         f"WHERE id = {marker}",
         "forget": f"DELETE FROM outbox WHERE id = {marker}",
@@ -78,12 +76,33 @@ def outbox_statements(marker: str) -> dict[str, str]:
     }
 
 
-def outbox_rows(event: Event, subscribers: Sequence[str]) -> list[tuple]:
-    """The rows of the `record` statement: a delivery of `event` to each subscriber, due now."""
+def outbox_rows(events: Sequence[Event], subscribers: Sequence[str]) -> list[tuple]:
+    """A delivery of each event to each subscriber, due now: (webhook id, subscriber, body,
+    made at), the webhook id the event's own."""
+    rows = []
+    for event in events:
+        body = event.webhook_body()
+        rows += [(event.id, subscriber, body, event.at) for subscriber in subscribers]
+    return rows
+
+
+def event_rows(events: Sequence[Event]) -> list[tuple]:
+    """The feed's rows of `events`: (position, kind, plant id, plant as text or None, at)."""
     return [
-        (event.webhook_id, subscriber, event.body, event.created_at, event.created_at)
-        for subscriber in subscribers
+        (
+            event.position,
+            event.kind.value,
+            event.plant_id,
+            None if event.plant is None else event.plant.decode(),
+            event.at,
+        )
+        for event in events
     ]
+
+
+def feed_event(position: int, kind: str, plant_id: int, plant: str | None, at: float) -> Event:
+    """An event as the feed's row holds it."""
+    return Event(position, EventKind(kind), plant_id, None if plant is None else plant.encode(), at)
 
 
 def keys_of_urls(urls: Iterable[tuple[str]]) -> list[tuple[str, str]]:

@@ -8,20 +8,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 
-import orjson
-
 from plantstore.core.plants import Condition, Page, Put, fill_page
-from plantstore.core.stores import Delivery, StoreUnavailable, StoreUnusable
-from plantstore.stores.changes import CHANGES, Add, Change, Plan, Remove, Replace, plan
+from plantstore.core.stores import Delivery, EventPage, StoreUnavailable, StoreUnusable
+from plantstore.stores import sqlite_feed
+from plantstore.stores.changes import CHANGES, Add, Change, Remove, Replace
+from plantstore.stores.feed_waits import FeedWaits
 from plantstore.stores.group_commit import GroupCommit
-from plantstore.stores.sql import (
-    claim_statement,
-    deliveries,
-    outbox_rows,
-    outbox_statements,
-    page_query,
-    tag_key,
-)
+from plantstore.stores.sql import claim_statement, deliveries, outbox_statements, page_query
+from plantstore.stores.sqlite_batch import PLANT_BYTES, plan_batch, write_batch
 from plantstore.stores.sqlite_file import FileIdentity, SqliteFile
 from plantstore.stores.sqlite_schema import migrate, transient
 
@@ -32,11 +26,7 @@ READY_SECONDS = 0.5
 #: Seconds after a change of this store's committed during which a write is known to succeed.
 WROTE_RECENTLY_SECONDS = 1.0
 
-#: The plant as the store reads it: the bytes of its UTF-8 text.
-PLANT_BYTES = "CAST(plant AS BLOB)"
 _GET = f"SELECT {PLANT_BYTES} FROM plants WHERE id = ?"
-#: What the ids of a batch hold, the ids given as one JSON array: one statement for any number.
-_KEPT = f"SELECT id, {PLANT_BYTES} FROM plants WHERE id IN (SELECT value FROM json_each(?))"
 _OUTBOX = outbox_statements("?")
 _CLAIM = claim_statement("?")
 
@@ -67,11 +57,11 @@ class SqliteStore:
         path: the database file; made, with its table, on first start.
         subscribers: the keys (`subscriber_key`) of the subscribers events go to; with none,
             nothing is written to the outbox.
-        on_event: called once a batch that wrote events is committed.
+        on_commit: called after each commit of a batch, with the numbers of changes it held
+            and of events it wrote.
         busy_timeout: seconds a write waits for other processes' writes before giving up.
         started_with: the file (device, inode) the service started with: another one at the path
             is refused without being opened, and a missing one is not made.
-        on_commit: called after each commit of a batch, with the number of changes it held.
 
     Raises:
         SchemaTooNew: a newer plantstore brought the database to a schema this one does not know.
@@ -83,15 +73,14 @@ class SqliteStore:
         self,
         path: str,
         subscribers: Sequence[str] = (),
-        on_event: Callable[[], None] | None = None,
+        on_commit: Callable[[int, int], None] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_SECONDS,
         started_with: FileIdentity | None = None,
-        on_commit: Callable[[int], None] | None = None,
     ) -> None:
         self._path = path
         self._subscribers = tuple(subscribers)
-        self._on_event = on_event
         self._on_commit = on_commit
+        self._waits = FeedWaits()
         #: When a change of this store's was last committed (`time.monotonic()`).
         self._wrote_at = float("-inf")
         self._writers: int | None = None
@@ -134,6 +123,23 @@ class SqliteStore:
         query, values = page_query(after, limit, tag, plant=PLANT_BYTES, marker="?")
         with self._file.served(), closing(self._file.connection().execute(query, values)) as rows:
             return fill_page(rows, limit, max_bytes)
+
+    def events(self, after: int | None, limit: int) -> EventPage:
+        with self._file.served():
+            return sqlite_feed.read_events(self._file.connection(), after, limit)
+
+    def head(self) -> int:
+        with self._file.served():
+            return sqlite_feed.head(self._file.connection())
+
+    def prune(self, before: float, limit: int) -> int:
+        return self._writer.make(lambda connection: sqlite_feed.prune(connection, before, limit))
+
+    def wait_for_events(self, timeout: float) -> bool:
+        return self._waits.wait(timeout)
+
+    def stop_waiting(self) -> None:
+        self._waits.stop()
 
     def check_ready(self) -> None:
         """Commit a write, on a connection opened for it, to the file this store opened.
@@ -194,8 +200,9 @@ class SqliteStore:
         return None if row is None else row[0]
 
     def close(self) -> None:
-        """Make the changes queued, then close every thread's connection; the last one to close
-        folds the log into the file."""
+        """End the waits for events, make the changes queued, then close every thread's
+        connection; the last one to close folds the log into the file."""
+        self._waits.stop()
         self._writer.close()
         self._file.close()
         if self._writers is not None:
@@ -219,8 +226,8 @@ class SqliteStore:
             connection.execute(f"PRAGMA busy_timeout = {math.ceil(left * 1000)}")
             connection.execute("BEGIN IMMEDIATE")
             try:
-                planned = self._plan(connection, changes)
-                _write_plan(connection, planned, self._subscribers)
+                planned = plan_batch(connection, changes)
+                write_batch(connection, planned, self._subscribers)
                 outcomes = iter(planned.outcomes)
                 answers = [
                     next(outcomes) if isinstance(item, CHANGES) else item(connection)
@@ -232,19 +239,11 @@ class SqliteStore:
                     connection.execute("ROLLBACK")
                 raise
         self._wrote_at = time.monotonic()
+        if planned.events:
+            self._waits.committed()
         if changes and self._on_commit is not None:
-            self._on_commit(len(changes))
-        if planned.events and self._on_event is not None:
-            self._on_event()
+            self._on_commit(len(changes), len(planned.events))
         return answers
-
-    def _plan(self, connection: sqlite3.Connection, changes: list[Change]) -> Plan:
-        """Read what the batch's ids hold, in one statement, and make its changes on that."""
-        if not changes:
-            return plan(changes, {}, events=False)
-        ids = orjson.dumps(sorted({change.plant_id for change in changes})).decode()
-        kept = dict(connection.execute(_KEPT, (ids,)).fetchall())
-        return plan(changes, kept, events=bool(self._subscribers))
 
     @contextmanager
     def _first_writer(self) -> Iterator[None]:
@@ -259,24 +258,3 @@ class SqliteStore:
             yield
         finally:
             fcntl.flock(self._writers, fcntl.LOCK_UN)
-
-
-def _write_plan(connection: sqlite3.Connection, planned: Plan, subscribers: Sequence[str]) -> None:
-    """Write what a batch changed, a statement a kind of write, and its events."""
-    if planned.inserts:
-        connection.executemany(
-            "INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?)",
-            [(i, plant.decode(), tag_key(plant)) for i, plant in planned.inserts.items()],
-        )
-    if planned.updates:
-        connection.executemany(
-            "UPDATE plants SET plant = ?, tag = ? WHERE id = ?",
-            [(plant.decode(), tag_key(plant), i) for i, plant in planned.updates.items()],
-        )
-    if planned.deletes:
-        connection.executemany("DELETE FROM plants WHERE id = ?", [(i,) for i in planned.deletes])
-    if planned.events:
-        connection.executemany(
-            _OUTBOX["record"],
-            [row for event in planned.events for row in outbox_rows(event, subscribers)],
-        )

@@ -83,8 +83,21 @@ def _key_subscribers(connection: sqlite3.Connection) -> None:
     connection.execute("ALTER TABLE outbox RENAME COLUMN url TO subscriber")
 
 
+def _create_feed(connection: sqlite3.Connection) -> None:
+    """Keep the feed: each change's event at its position, and how far the feed was pruned.
+
+    AUTOINCREMENT, so that no position is taken twice, even once every event was pruned.
+    """
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS events (position INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "kind TEXT NOT NULL, plant_id INTEGER NOT NULL, plant TEXT, at REAL NOT NULL)"
+    )
+    connection.execute("CREATE TABLE IF NOT EXISTS feed (pruned_through INTEGER NOT NULL)")
+    connection.execute("INSERT INTO feed (pruned_through) VALUES (0)")
+
+
 #: The schema, step by step; `PRAGMA user_version` counts the steps a database has taken.
-STEPS = (_create_plants, _index_tags, _create_outbox, _key_subscribers)
+STEPS = (_create_plants, _index_tags, _create_outbox, _key_subscribers, _create_feed)
 
 
 def migrate(connection: sqlite3.Connection, path: str) -> None:

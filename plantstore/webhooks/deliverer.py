@@ -193,10 +193,12 @@ class Deliverer:
             except StoreUnavailable as ex:
                 # Its claim runs out, and it is due again.
                 logger.warning(
-                    "webhooks: the outcome of %s could not be recorded: %s", delivery.webhook_id, ex
+                    "webhooks: the outcome of event %s could not be recorded: %s",
+                    delivery.webhook_id,
+                    ex,
                 )
             except Exception:
-                logger.exception("webhooks: delivering %s failed", delivery.webhook_id)
+                logger.exception("webhooks: delivering event %s failed", delivery.webhook_id)
             finally:
                 with self._lock:
                     lane.idle += 1
@@ -216,7 +218,7 @@ class Deliverer:
         if now >= give_up_at:
             self._outbox.forget(delivery)
             logger.error(
-                "webhooks: gave up %s to %s after %d attempts in %.0f s: %s",
+                "webhooks: gave up event %s to %s after %d attempts in %.0f s: %s",
                 delivery.webhook_id,
                 subscriber.name,
                 attempts,
@@ -228,7 +230,7 @@ class Deliverer:
         at = min(now + self._jitter(backoff(attempts)), give_up_at)
         self._outbox.retry(delivery, at)
         logger.warning(
-            "webhooks: %s to %s failed (%s), attempt %d; next in %.1f s",
+            "webhooks: event %s to %s failed (%s), attempt %d; next in %.1f s",
             delivery.webhook_id,
             subscriber.name,
             failure,

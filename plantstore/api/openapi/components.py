@@ -10,7 +10,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
 from plantstore.api.conditions import ENTITY_TAGS_PATTERN, PRECONDITION_FAILED
-from plantstore.api.errors import store_unavailable
+from plantstore.api.errors import CURSOR_GONE, store_unavailable
 from plantstore.api.media import ACCEPTED
 from plantstore.api.openapi.described import answer
 from plantstore.api.openapi.session import SCHEMA_EXAMPLES
@@ -20,6 +20,8 @@ from plantstore.api.schemas import (
     DecimalInteger,
     DeletedPlantSchema,
     ErrorSchema,
+    EventPageSchema,
+    EventSchema,
     JSONInteger,
     NewPlantSchema,
     PlantCreatedSchema,
@@ -39,6 +41,8 @@ SCHEMAS = {
     "PlantCreated": PlantCreatedSchema,
     "PlantUpdated": PlantUpdatedSchema,
     "PlantDeleted": PlantDeletedSchema,
+    "Event": EventSchema,
+    "EventPage": EventPageSchema,
 }
 
 #: The plant's id in a failure's message, as the path of `/plants/{id}` names it.
@@ -52,6 +56,7 @@ ERRORS = {
     'needs, which `WWW-Authenticate` names (`error="insufficient_scope", scope="write"`).',
     404: NOT_FOUND.format(plant_id=_PLANT_ID),
     409: f"{CONFLICT.format(plant_id=_PLANT_ID)} It is unchanged.",
+    410: CURSOR_GONE,
     412: f"{PRECONDITION_FAILED.format(plant_id=_PLANT_ID)} Another client changed it, deleted "
     "it, or made it first: read it again to see it as it is.",
     413: "The body is larger than the service accepts.",
@@ -93,10 +98,15 @@ HEADERS = {
     },
     "Location": {"description": "The path of the plant this request created.", **_STRING},
     "Link": {
-        "description": "The next page, when this one is full (`limit` plants, or 1 MiB of "
-        'them): `</plants?after=…>; rel="next"` (RFC 8288), a path that keeps the other '
+        "description": "The next page, when this one is full (`limit` plants or events, or 1 MiB "
+        'of plants): `</plants?after=…>; rel="next"` (RFC 8288), a path that keeps the other '
         "parameters.",
         **_STRING,
+    },
+    "Events-After": {
+        "description": "The cursor to follow the changes from (`GET /events?after=…`), taken "
+        "before the page was read: a change the page does not show comes after it.",
+        "schema": {"type": "string", "pattern": "^[0-9]{1,19}$"},
     },
 }
 

@@ -20,6 +20,14 @@ FERN_CHANGED = {
     "message": "Plant 1 is not as If-Match or If-None-Match requires; nothing was changed.",
 }
 EVENT_TIME = "2026-11-23T16:49:48.123Z"
+#: The event of fern's renaming, as `GET /events` gives it (its id as PostgreSQL numbers it).
+FERN_RENAMED = {
+    "id": "51380224",
+    "type": "plantUpdated",
+    "plant_id": 1,
+    "plant": TREE_FERN,
+    "at": EVENT_TIME,
+}
 
 
 class Example(NamedTuple):
@@ -137,6 +145,8 @@ SCHEMA_EXAMPLES = {
         "data": {"id": 1, **TREE_FERN},
     },
     "PlantDeleted": {"type": "plant.deleted", "timestamp": EVENT_TIME, "data": {"id": 2}},
+    "Event": FERN_RENAMED,
+    "EventPage": {"events": [FERN_RENAMED], "after": FERN_RENAMED["id"]},
 }
 
 

@@ -1,0 +1,61 @@
+"""The feed of the memory store: compact columns, and nothing in them for the garbage collector
+to track, however many events it keeps."""
+
+from array import array
+
+from plantstore.core.events import Event, EventKind
+
+_KINDS = tuple(EventKind)
+
+
+class MemoryFeed:
+    """Events at positions that follow each other from `pruned_through + 1`: the event at a
+    position is found by arithmetic, each in a few bytes of arrays (the plant's bytes are the
+    store's own). What is pruned stays at the columns' head until it is half of them."""
+
+    def __init__(self, first_position: int) -> None:
+        self.pruned_through = first_position - 1
+        self._gone = 0
+        self._kinds = bytearray()
+        self._plant_ids = array("q")
+        self._times = array("d")
+        self._plants: list[bytes | None] = []
+
+    @property
+    def head(self) -> int:
+        """The last position given."""
+        return self.pruned_through + len(self._kinds) - self._gone
+
+    def append(self, events: list[Event]) -> None:
+        for event in events:
+            self._kinds.append(_KINDS.index(event.kind))
+            self._plant_ids.append(event.plant_id)
+            self._times.append(event.at)
+            self._plants.append(event.plant)
+
+    def after(self, position: int, limit: int) -> list[Event]:
+        """Up to `limit` events after `position`, which is kept (not before `pruned_through`)."""
+        start = self._gone + position - self.pruned_through
+        return [self._event(i) for i in range(start, min(start + limit, len(self._kinds)))]
+
+    def prune(self, before: float, limit: int) -> int:
+        """Forget up to `limit` of the oldest events made before `before`; give how many."""
+        end = self._gone
+        while end - self._gone < limit and end < len(self._kinds) and self._times[end] < before:
+            end += 1
+        pruned = end - self._gone
+        self.pruned_through += pruned
+        self._gone = end
+        if self._gone > len(self._kinds) // 2:
+            for column in (self._kinds, self._plant_ids, self._times, self._plants):
+                del column[: self._gone]
+            self._gone = 0
+        return pruned
+
+    def __len__(self) -> int:
+        return len(self._kinds) - self._gone
+
+    def _event(self, index: int) -> Event:
+        position = self.pruned_through + 1 + index - self._gone
+        kind, plant_id = _KINDS[self._kinds[index]], self._plant_ids[index]
+        return Event(position, kind, plant_id, self._plants[index], self._times[index])
