@@ -54,4 +54,6 @@ def assert_linear(call: Callable[[str], object], family: Callable[[int], str]) -
     """`call` takes a value of `family(n)` ten times as long in about ten times as long (30 at
     most, where quadratic time is a hundred), and each within `BOUND`, up to `LONGEST`."""
     shorter, longer = (fastest(call, family(n)) for n in (LONGEST // 10, LONGEST))
-    assert longer < 30 * shorter + NOISE
+    assert longer < 30 * shorter + NOISE, (
+        f"{shorter:.6f} s at n = {LONGEST // 10}, {longer:.6f} s at n = {LONGEST}"
+    )
