@@ -20,6 +20,7 @@ from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
+from tests.linear_time import BOUND, LONGEST, assert_linear, at_most
 from tests.test_plants import assert_error, post
 from tests.test_put import FERN, ROSE, assert_kept, etag, put
 
@@ -110,6 +111,83 @@ def test_the_document_gives_the_grammar_as_both_fields_pattern(anonymous):
     parameters = anonymous.simulate_get("/openapi.json").json["components"]["parameters"]
     for name in ("If-Match", "If-None-Match"):
         assert parameters[name]["schema"]["pattern"] == ENTITY_TAGS_PATTERN
+
+
+# As an attacker reads them: values built to make a parser backtrack, and time bounds on them.
+
+#: The grammar as RFC 9110 writes it, which lets whitespace between two commas match two ways:
+#: what the service's reading must agree with, tried only on values short enough that the
+#: exponential time it takes on one that almost matches is still short.
+AS_THE_RFC_WRITES_IT = (
+    r'[ \t]*(?:\*|(?:(W/)?"[\x21\x23-\x7e\x80-\xff]*")?'
+    r'(?:[ \t]*,[ \t]*(?:(W/)?"[\x21\x23-\x7e\x80-\xff]*")?)*)[ \t]*'
+)
+#: Pieces of a value, most of them the grammar's, so that the values made of them nearly read.
+PIECES = st.sampled_from([" ", "\t", ",", '"', "W/", "*", "a", "!", "\x7f", "\xff", '"a"', 'W/"'])
+
+
+@given(st.lists(PIECES, max_size=10).map("".join))
+def test_the_service_reads_the_grammar_as_the_rfc_writes_it(value):
+    assert refused(value) == (re.fullmatch(AS_THE_RFC_WRITES_IT, value) is None)
+
+
+#: Values that almost read, as long as `n` makes them. A pattern that lets a character match two
+#: ways tries both at each, on the first (the issue's) for 78 s at n = 14, holding the GIL.
+ALMOST = {
+    "whitespace and commas": lambda n: " \t ," * n + "!",
+    "spaces": lambda n: " " * n + "!",
+    "commas": lambda n: "," * n + "!",
+    "commas and spaces": lambda n: ", " * n + "!",
+    "tags": lambda n: '"a",' * n + "!",
+    "weak tags and whitespace": lambda n: 'W/"a" ,\t' * n + "!",
+    "an unterminated tag": lambda n: '"' + "a" * n,
+    "weak marks": lambda n: "W/" * n,
+    "quotes after commas": lambda n: ', "' * n + "!",
+    "whitespace after a tag": lambda n: '"a"' + " \t" * n + "!",
+    "whitespace around the wildcard": lambda n: " \t" * n + "*" + " \t" * n + "!",
+}
+#: Values that read, as long as `n` makes them, and what each names.
+LONG = {
+    "weak tags and whitespace": (lambda n: 'W/"a" ,\t' * n, lambda n: [("a", True)] * n),
+    "whitespace and commas": (lambda n: " \t ," * n, lambda n: []),
+    "a long tag": (lambda n: '"' + "a" * n + '"', lambda n: [("a" * n, False)]),
+    "whitespace around the wildcard": (lambda n: " \t" * n + "*" + " \t" * n, lambda n: "*"),
+}
+
+
+def documented(value: str) -> bool:
+    return re.fullmatch(ENTITY_TAGS_PATTERN, value) is not None
+
+
+@pytest.mark.parametrize("family", ALMOST.values(), ids=list(ALMOST))
+def test_a_value_that_almost_reads_is_refused_in_linear_time(family):
+    """By the service, and by the document's pattern in a backtracking engine, as a client's."""
+    assert_linear(refused, family)
+    assert_linear(documented, family)
+    assert refused(family(LONGEST))
+    assert not documented(family(LONGEST))
+
+
+@pytest.mark.parametrize(("family", "reading"), LONG.values(), ids=list(LONG))
+def test_a_long_value_is_read_in_linear_time(family, reading):
+    assert_linear(read, family)
+    assert_linear(documented, family)
+    assert read(family(LONGEST)) == reading(LONGEST)
+    assert documented(family(LONGEST))
+
+
+@pytest.mark.parametrize("family", ALMOST.values(), ids=list(ALMOST))
+@pytest.mark.parametrize("header", ["If-Match", "If-None-Match"])
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_a_request_whose_field_almost_reads_is_400_at_once(client, method, header, family):
+    """The worker's thread is free again within `BOUND`, and the other threads with it."""
+    current = etag(post(client, {"id": 1, **FERN}))
+    with at_most(BOUND):
+        result = client.simulate_request(
+            method, "/plants/1", json=ROSE, headers={header: family(LONGEST)}
+        )
+    assert_error(result, 400, f"{header} must be * or a list of entity-tags")
+    assert_kept(client, 1, FERN, current)
 
 
 # Over the API: what the fields do to changes and reads.

@@ -25,8 +25,14 @@ _ENTITY_TAG = r'(W/)?"([\x21\x23-\x7e\x80-\xff]*)"'
 #: What both fields may hold (§13.1.1, §13.1.2): `*` alone, or a list of entity-tags (§5.6.1.2)
 #: whose elements may be empty, with optional whitespace around the commas; a comma inside
 #: quotes belongs to its tag. Written for Python and for the OpenAPI document's `pattern` alike.
+#:
+#: Each character has one way to match, so a backtracking engine (Python's `re`, a client's
+#: ECMA-262 one) reads any value in time linear in its length. Whitespace belongs to what comes
+#: before it: the field's start, the `*`, a tag or a comma; each comma starts an element. The
+#: RFC's `OWS "," OWS` between optional elements would give whitespace between two commas to
+#: either: exponential time on a value that almost matches, with the GIL held throughout.
 ENTITY_TAGS_PATTERN = (
-    rf"^[ \t]*(?:\*|(?:{_ENTITY_TAG})?(?:[ \t]*,[ \t]*(?:{_ENTITY_TAG})?)*)[ \t]*$"
+    rf"^[ \t]*(?:\*[ \t]*|(?:{_ENTITY_TAG}[ \t]*)?(?:,[ \t]*(?:{_ENTITY_TAG}[ \t]*)?)*)$"
 )
 _ENTITY_TAGS = re.compile(ENTITY_TAGS_PATTERN)
 _ENTITY_TAG_IN_LIST = re.compile(_ENTITY_TAG)
