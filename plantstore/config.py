@@ -41,8 +41,9 @@ _ORIGIN = re.compile(
 )
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 #: What a bearer token may be, as a regular expression (`TOKEN_RULE` in words): the service's
-#: `Authorization` pattern (plantstore/api/auth.py) takes exactly these tokens, so a longer one
-#: is refused at the start rather than never let in.
+#: `Authorization` pattern (plantstore/api/auth.py) and the nginx site's rate key
+#: (deploy/nginx.conf) take exactly these tokens, so a longer one is refused at the start
+#: rather than never let in.
 TOKEN_PATTERN = r"[\x21-\x7e]{1,128}"
 TOKEN_RULE = "1 to 128 printable ASCII characters without spaces"
 

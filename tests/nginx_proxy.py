@@ -64,12 +64,18 @@ def unit_gunicorn_flags() -> list[str]:
     return flags
 
 
-def render_site(upstream: str | list[str], listen: str, prefix: str = "") -> str:
+def render_site(
+    upstream: str | list[str],
+    listen: str,
+    prefix: str = "",
+    changes: dict[str, str] | None = None,
+) -> str:
     """The shipped site, changed only where a deployment changes it (as its comments say).
 
     `upstream` is the one server in place of the shipped socket (`unix:PATH` or `HOST:PORT`),
     or a list of several hosts' `HOST:PORT`, each on a `server` line of its own, as the
     upstream block's comment shows (a test may add the line's parameters, such as `backup`).
+    `changes` are a test's own, each text in place of another that the site holds once.
     """
     site = SITE.read_text()
     if isinstance(upstream, str):
@@ -79,6 +85,7 @@ def render_site(upstream: str | list[str], listen: str, prefix: str = "") -> str
     replacements = {
         SHIPPED_SERVER: servers,
         LISTEN: listen,
+        **(changes or {}),
     }
     if prefix:
         replacements["location / {"] = f"location {prefix}/ {{"
@@ -134,7 +141,7 @@ class NginxProxy(ForegroundNginx):
     """nginx in front of `upstream` (`unix:PATH` or `HOST:PORT`, or a list of hosts'
     `HOST:PORT`: see `render_site`), on a loopback port, with the site alone in a main
     configuration of the test's own. With `certificate` (a PEM certificate and key), nginx
-    speaks TLS on it."""
+    speaks TLS on it; with `changes`, the site as the test changes it (see `render_site`)."""
 
     def __init__(
         self,
@@ -142,6 +149,7 @@ class NginxProxy(ForegroundNginx):
         upstream: str | list[str],
         prefix: str = "",
         certificate: tuple[Path, Path] | None = None,
+        changes: dict[str, str] | None = None,
     ) -> None:
         super().__init__(directory)
         listen = f"listen 127.0.0.1:{self.port};"
@@ -151,7 +159,8 @@ class NginxProxy(ForegroundNginx):
                 f"    ssl_certificate {certificate[0]};\n"
                 f"    ssl_certificate_key {certificate[1]};"
             )
-        (directory / "site.conf").write_text(render_site(upstream, listen, prefix))
+        site = render_site(upstream, listen, prefix, changes)
+        (directory / "site.conf").write_text(site)
         user = pwd.getpwuid(os.geteuid()).pw_name
         (directory / "nginx.conf").write_text(MAIN.format(user=user, directory=directory))
         self.start(

@@ -1,7 +1,8 @@
-"""The one form of a bearer credential the service takes: `Bearer` in any case, one or more
-spaces, a token of 1 to 128 printable ASCII characters, and spaces or tabs around it (no part of
-a field's value). Any other spelling of an accepted token is the 401 for a malformed header: let
-in, it could have a rate of its own at an edge that keys rates by the token, or none.
+"""The one form of a bearer credential the service takes, which the nginx site keys each token's
+rate by (deploy/nginx.conf): `Bearer` in any case, one or more spaces, a token of 1 to 128
+printable ASCII characters, and spaces or tabs around it (no part of a field's value). Any other
+spelling of an accepted token is the 401 for a malformed header: let in, it would have a rate of
+its own at the edge, or none.
 
 The header is put into the WSGI environ as a server hands it on (`extras`): Falcon's test client
 would strip it with `str.strip()`, which takes NBSP and NEL as well, and gunicorn does not."""

@@ -228,17 +228,6 @@ def test_the_methods_the_site_passes_on_are_the_ones_the_service_answers():
     assert set(allowed.split("|")) == answered
 
 
-def test_each_token_has_a_rate_at_the_edge_and_its_429_says_when_to_retry():
-    """The issue's rate, keyed by the Authorization header, counted where requests pass on."""
-    zone = "limit_req_zone $http_authorization zone=tokens:10m rate=100r/s;"
-    assert f"\n{zone}\n" in SITE.read_text()
-    proxied = block("    location /")
-    assert setting("limit_req", proxied) == "zone=tokens burst=200 nodelay"
-    assert setting("limit_req_status", proxied) == "429"
-    location = page(error_pages()[429][1])[2]
-    assert f"\n        add_header Retry-After {RETRY_AFTER_SECONDS} always;\n" in location
-
-
 def test_the_upstreams_comment_shows_how_to_list_several_hosts():
     """A `server` line for each host, as tests/nginx_proxy.py renders them, the unit's
     gunicorn bound to TCP on one of them, and its FORWARDED_ALLOW_IPS naming nginx's hosts."""

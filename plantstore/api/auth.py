@@ -13,10 +13,10 @@ REALM = "plantstore"
 #: log (gunicorn's `{key}e` atom): the client's name, never its token.
 TOKEN_KEY = "plantstore.token"
 #: The one form of a bearer credential: `Bearer` in any case, one or more spaces, the token.
-#: No other spelling of a token is let in, so that a proxy that keys a rate by the token can
-#: read it the same way. Spaces and tabs around it are no part of the field's value (RFC 9110
-#: §5.5): matched here, whoever strips them. ASCII, else a case-insensitive class takes the
-#: Kelvin sign for `k`.
+#: The nginx site keys each token's rate with this same expression (deploy/nginx.conf's `map`),
+#: so no other spelling of a token is let in under a rate of its own. Spaces and tabs around it
+#: are no part of the field's value (RFC 9110 §5.5), but nginx 1.22 keeps tabs there: matched
+#: here too, the two agree. ASCII, else a case-insensitive class takes the Kelvin sign for `k`.
 BEARER = re.compile(
     rf"[ \t]*Bearer +(?P<bearer_token>{TOKEN_PATTERN})[ \t]*", re.ASCII | re.IGNORECASE
 )
