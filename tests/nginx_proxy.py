@@ -24,6 +24,12 @@ LISTEN = "listen 80 default_server;"
 #: The site's one upstream server, gunicorn's socket as deploy/plantstore.service binds it,
 #: which a deployment with its gunicorn elsewhere, or on several hosts, replaces.
 SHIPPED_SERVER = "server unix:/run/plantstore/gunicorn.sock fail_timeout=0;"
+#: The site's own logs, which a test keeps in its directory, in the files where its main
+#: configuration's logs go.
+SITE_LOGS = {
+    "access_log /var/log/nginx/plantstore.access.log": "access.log",
+    "error_log /var/log/nginx/error.log": "error.log",
+}
 
 #: A main configuration that keeps every file nginx writes in the test's directory (and allows
 #: as many connections as Debian's own).
@@ -67,10 +73,12 @@ def unit_gunicorn_flags() -> list[str]:
 def render_site(
     upstream: str | list[str],
     listen: str,
+    logs: Path,
     prefix: str = "",
     changes: dict[str, str] | None = None,
 ) -> str:
-    """The shipped site, changed only where a deployment changes it (as its comments say).
+    """The shipped site, changed only where a deployment changes it (as its comments say), and
+    with its logs in the directory `logs`.
 
     `upstream` is the one server in place of the shipped socket (`unix:PATH` or `HOST:PORT`),
     or a list of several hosts' `HOST:PORT`, each on a `server` line of its own, as the
@@ -85,6 +93,7 @@ def render_site(
     replacements = {
         SHIPPED_SERVER: servers,
         LISTEN: listen,
+        **{log: f"{log.split()[0]} {logs}/{name}" for log, name in SITE_LOGS.items()},
         **(changes or {}),
     }
     if prefix:
@@ -159,7 +168,7 @@ class NginxProxy(ForegroundNginx):
                 f"    ssl_certificate {certificate[0]};\n"
                 f"    ssl_certificate_key {certificate[1]};"
             )
-        site = render_site(upstream, listen, prefix, changes)
+        site = render_site(upstream, listen, directory, prefix, changes)
         (directory / "site.conf").write_text(site)
         user = pwd.getpwuid(os.geteuid()).pw_name
         (directory / "nginx.conf").write_text(MAIN.format(user=user, directory=directory))
@@ -211,7 +220,7 @@ def lay_out_debian_nginx(directory: Path, upstream: str, port: int, steps: list[
             link.symlink_to(target)
     checkout = directory / "checkout"
     (checkout / "deploy").mkdir(parents=True)
-    (checkout / "deploy" / "nginx.conf").write_text(render_site(upstream, LISTEN))
+    (checkout / "deploy" / "nginx.conf").write_text(render_site(upstream, LISTEN, directory))
     commands = "\n".join(steps).replace(str(DEBIAN_NGINX), shlex.quote(str(etc)))
     subprocess.run(["bash", "-euc", commands], cwd=checkout, check=True, timeout=30)
     for site in (etc / "sites-available").iterdir():

@@ -1,8 +1,11 @@
 """Debian's nginx as the README's steps leave it: the package's own nginx.conf, the site beside
 what else it includes, Debian's default site removed. nginx answers what it refuses before it
 has read a Host, as well as after, with the site's JSON Error and within the site's bounds; it
-refuses in JSON what gunicorn would refuse in HTML, but for the one thing shown last."""
+refuses in JSON what gunicorn would refuse in HTML, but for the one thing shown last; its logs
+are the site's."""
 
+import base64
+import http.client
 import json
 import re
 import socket
@@ -159,3 +162,43 @@ def test_a_control_character_in_a_header_value_is_gunicorns_html_400_naming_only
     assert answer.headers["content-type"] == "text/html"
     assert b"Invalid HTTP Header: &#x27;AUTHORIZATION&#x27;" in answer.body
     assert SECRET.encode() not in answer.body
+
+
+def test_each_429_is_a_warning_in_the_error_log_where_debians_nginx_conf_logs_errors(edge):
+    """Debian's nginx.conf logs at `error`: the site logs at `warn`, so each refusal of the rate
+    is there, naming the client's address and the zone, never the token."""
+    token = "unknown-token-past-its-rate"
+    client = http.client.HTTPConnection(
+        "127.0.0.1", edge.port, timeout=10, source_address=("127.0.0.7", 0)
+    )
+    statuses = []
+    try:
+        while 429 not in statuses and len(statuses) < 1000:
+            client.request("GET", "/plants", headers={"Authorization": f"Bearer {token}"})
+            answer = client.getresponse()
+            answer.read()
+            statuses.append(answer.status)
+    finally:
+        client.close()
+    assert statuses[-1] == 429
+    log = (edge.nginx.directory / "error.log").read_text()
+    refused = r'\[warn\] .*limiting requests, excess: [\d.]+ by zone "tokens", client: 127.0.0.7,'
+    assert re.search(refused, log)
+    assert token not in log
+
+
+def test_the_access_log_names_no_user_of_basic_credentials_and_no_query(edge):
+    """nginx's `combined` format, Debian's default, logs the user of Basic credentials: a client
+    that sends its token as one would see it there. The site logs in a format of its own."""
+    user = "s3cret-basic-user"
+    credentials = base64.b64encode(f"{user}:password".encode()).decode()
+    raw = request_head(
+        "GET",
+        f"/healthz?token={SECRET}",
+        {"Authorization": f"Basic {credentials}", "Connection": "close"},
+    )
+    assert answer_then_close(edge.port, raw).status == 200
+    # nginx writes a request's line before it closes the connection, which the client has seen.
+    log = (edge.nginx.directory / "access.log").read_text()
+    assert user not in log and SECRET not in log
+    assert re.search(r'"GET /healthz" status=200 ', log)

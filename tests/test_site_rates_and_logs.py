@@ -1,5 +1,5 @@
-"""The shipped nginx site's rates agree with the service: one key for one token, one size for
-every key's state, an address's rate for what bears no token."""
+"""The shipped nginx site's rates and logs agree with the service: one key for one token, one
+size for every key's state, an address's rate for what bears no token, no credential logged."""
 
 import re
 
@@ -80,3 +80,27 @@ def test_the_429_says_when_to_retry_and_speaks_of_a_token_or_an_address():
     assert status == 429
     assert "token" in body["message"] and "address" in body["message"]
     assert f"\n        add_header Retry-After {RETRY_AFTER_SECONDS} always;\n" in location
+
+
+#: What nginx variables can hold a credential: the user of Basic credentials, any header, the
+#: query string (RFC 6750 §2.3 lets a bearer token ride in it), the request line that holds it.
+CREDENTIAL_HOLDERS = re.compile(
+    r"\$(remote_user|http_\w+|args|arg_\w+|query_string|request_uri|request\b|request_body)"
+)
+
+
+def test_the_site_logs_no_credential_and_each_429():
+    """Its own access log, whose format holds no credential (nginx's `combined`, Debian's
+    default, names the user of Basic credentials); the error log at `warn`, where the 429s are
+    (Debian's nginx.conf leaves it at `error`)."""
+    server = block("server")
+    assert setting("access_log", server).split()[1] == "plantstore"
+    assert setting("error_log", server).split()[1] == "warn"
+    formats = re.findall(r"^log_format (\w+) ((?:'[^']*'\s*)+);$", SITE.read_text(), re.M)
+    assert [name for name, _ in formats] == ["plantstore"]
+    assert not CREDENTIAL_HOLDERS.search(formats[0][1])
+    assert "$request_path" in formats[0][1]
+    path = block("map $request_uri $request_path")
+    assert re.findall(r'^\s*"~\^\(\?P<(\w+)>\[\^\?\]\*\)" \$(\w+);$', path, re.M) == [
+        ("path_only", "path_only")
+    ]
