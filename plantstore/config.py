@@ -45,6 +45,12 @@ _ORIGIN = re.compile(
     r"(:(?P<port>[1-9][0-9]{0,4}))?"
 )
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
+#: What a bearer token may be, as a regular expression (`TOKEN_RULE` in words): the service's
+#: `Authorization` pattern (plantstore/api/auth.py) and the nginx site's rate key
+#: (deploy/nginx.conf) take exactly these tokens, so a longer one is refused at the start
+#: rather than never let in.
+TOKEN_PATTERN = r"[\x21-\x7e]{1,128}"
+TOKEN_RULE = "1 to 128 printable ASCII characters without spaces"
 
 
 def store_kind(url: str) -> str | None:
@@ -89,8 +95,8 @@ def env_int(
 
 
 def is_token(text: str) -> bool:
-    """Whether `text` can be a bearer token: printable ASCII without spaces."""
-    return text.isascii() and text.isprintable() and " " not in text
+    """Whether `text` can be a bearer token: `TOKEN_RULE`, as `TOKEN_PATTERN` writes it."""
+    return re.fullmatch(TOKEN_PATTERN, text) is not None
 
 
 def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
@@ -99,8 +105,7 @@ def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
     tokens = [token for token in tokens if token]
     if not all(map(is_token, tokens)):
         raise ConfigError(
-            "PLANTSTORE_TOKENS must list tokens of printable ASCII without spaces, "
-            "separated by commas"
+            f"PLANTSTORE_TOKENS must list tokens of {TOKEN_RULE}, separated by commas"
         )
     return frozenset(tokens)
 

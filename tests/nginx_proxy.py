@@ -24,6 +24,12 @@ LISTEN = "listen 80 default_server;"
 #: The site's one upstream server, gunicorn's socket as deploy/plantstore.service binds it,
 #: which a deployment with its gunicorn elsewhere, or on several hosts, replaces.
 SHIPPED_SERVER = "server unix:/run/plantstore/gunicorn.sock fail_timeout=0;"
+#: The site's own logs, which a test keeps in its directory, in the files where its main
+#: configuration's logs go.
+SITE_LOGS = {
+    "access_log /var/log/nginx/plantstore.access.log": "access.log",
+    "error_log /var/log/nginx/error.log": "error.log",
+}
 
 #: A main configuration that keeps every file nginx writes in the test's directory (and allows
 #: as many connections as Debian's own).
@@ -64,12 +70,20 @@ def unit_gunicorn_flags() -> list[str]:
     return flags
 
 
-def render_site(upstream: str | list[str], listen: str, prefix: str = "") -> str:
-    """The shipped site, changed only where a deployment changes it (as its comments say).
+def render_site(
+    upstream: str | list[str],
+    listen: str,
+    logs: Path,
+    prefix: str = "",
+    changes: dict[str, str] | None = None,
+) -> str:
+    """The shipped site, changed only where a deployment changes it (as its comments say), and
+    with its logs in the directory `logs`.
 
     `upstream` is the one server in place of the shipped socket (`unix:PATH` or `HOST:PORT`),
     or a list of several hosts' `HOST:PORT`, each on a `server` line of its own, as the
     upstream block's comment shows (a test may add the line's parameters, such as `backup`).
+    `changes` are a test's own, each text in place of another that the site holds once.
     """
     site = SITE.read_text()
     if isinstance(upstream, str):
@@ -79,6 +93,8 @@ def render_site(upstream: str | list[str], listen: str, prefix: str = "") -> str
     replacements = {
         SHIPPED_SERVER: servers,
         LISTEN: listen,
+        **{log: f"{log.split()[0]} {logs}/{name}" for log, name in SITE_LOGS.items()},
+        **(changes or {}),
     }
     if prefix:
         replacements["location / {"] = f"location {prefix}/ {{"
@@ -134,7 +150,7 @@ class NginxProxy(ForegroundNginx):
     """nginx in front of `upstream` (`unix:PATH` or `HOST:PORT`, or a list of hosts'
     `HOST:PORT`: see `render_site`), on a loopback port, with the site alone in a main
     configuration of the test's own. With `certificate` (a PEM certificate and key), nginx
-    speaks TLS on it."""
+    speaks TLS on it; with `changes`, the site as the test changes it (see `render_site`)."""
 
     def __init__(
         self,
@@ -142,6 +158,7 @@ class NginxProxy(ForegroundNginx):
         upstream: str | list[str],
         prefix: str = "",
         certificate: tuple[Path, Path] | None = None,
+        changes: dict[str, str] | None = None,
     ) -> None:
         super().__init__(directory)
         listen = f"listen 127.0.0.1:{self.port};"
@@ -151,7 +168,8 @@ class NginxProxy(ForegroundNginx):
                 f"    ssl_certificate {certificate[0]};\n"
                 f"    ssl_certificate_key {certificate[1]};"
             )
-        (directory / "site.conf").write_text(render_site(upstream, listen, prefix))
+        site = render_site(upstream, listen, directory, prefix, changes)
+        (directory / "site.conf").write_text(site)
         user = pwd.getpwuid(os.geteuid()).pw_name
         (directory / "nginx.conf").write_text(MAIN.format(user=user, directory=directory))
         self.start(
@@ -168,11 +186,14 @@ def readme_deployment() -> str:
 
 def readme_nginx_steps() -> list[str]:
     """The README's commands that lay out nginx's configuration: every one that names a file
-    under /etc/nginx. They copy, link and remove files, and nothing else."""
+    under /etc/nginx. They copy, link and remove files, and edit Debian's nginx.conf in place
+    with `sed -i` (its connections), and nothing else."""
     steps = [line for line in readme_deployment().splitlines() if f"{DEBIAN_NGINX}/" in line]
     for step in steps:
         for command in step.split(" && "):
-            assert shlex.split(command)[0] in {"rm", "cp", "ln"}, f"not a file's step: {step}"
+            words = shlex.split(command)
+            edit = words[:2] == ["sed", "-i"] and words[-1] == f"{DEBIAN_NGINX}/nginx.conf"
+            assert edit or words[0] in {"rm", "cp", "ln"}, f"not a file's step: {step}"
     return steps
 
 
@@ -202,7 +223,7 @@ def lay_out_debian_nginx(directory: Path, upstream: str, port: int, steps: list[
             link.symlink_to(target)
     checkout = directory / "checkout"
     (checkout / "deploy").mkdir(parents=True)
-    (checkout / "deploy" / "nginx.conf").write_text(render_site(upstream, LISTEN))
+    (checkout / "deploy" / "nginx.conf").write_text(render_site(upstream, LISTEN, directory))
     commands = "\n".join(steps).replace(str(DEBIAN_NGINX), shlex.quote(str(etc)))
     subprocess.run(["bash", "-euc", commands], cwd=checkout, check=True, timeout=30)
     for site in (etc / "sites-available").iterdir():

@@ -45,11 +45,14 @@ NOT_ACCEPTED = (
         (None, NO_CREDENTIALS),
         ("Basic dXNlcjpwYXNz", NOT_BEARER),
         (TOKEN, NOT_BEARER),
-        ("Bearer", NOT_ACCEPTED),
+        ("Bearer", NOT_BEARER),
         ("Bearer wrong-token", NOT_ACCEPTED),
         (f"Bearer {TOKEN}x", NOT_ACCEPTED),
         (f"Bearer {TOKEN[:-1]}", NOT_ACCEPTED),
-        ("Bearer tök€n", NOT_ACCEPTED),
+        ("Bearer tök€n", NOT_BEARER),
+        (f"Bearer\t{TOKEN}", NOT_BEARER),
+        (f"Bearer {TOKEN} wrong-token", NOT_BEARER),
+        ("Bearer " + "wrong-token" * 12, NOT_BEARER),
     ],
 )
 def test_missing_malformed_or_unknown_credentials_are_401(anonymous, authorization, refusal):

@@ -38,6 +38,24 @@ def test_an_empty_tokens_file_is_refused_unless_tokens_are_listed(tmp_path):
     assert (config.tokens, config.tokens_file) == ({"a"}, str(tokens_file))
 
 
+def test_a_token_the_edge_cannot_key_stops_the_start_naming_the_rule_never_the_token(tmp_path):
+    """The nginx site keys a rate by tokens of at most 128 characters (deploy/nginx.conf), and
+    the service takes no other (plantstore.api.auth.BEARER): a longer one could never be used."""
+    longest, longer = "t" * 128, "t" * 129
+    assert read_settings({"PLANTSTORE_TOKENS": longest}).tokens == {longest}
+    with pytest.raises(ConfigError) as listed:
+        read_settings({"PLANTSTORE_TOKENS": f"ok,{longer}"})
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text(f"ok\n{longer} name=long\n")
+    with pytest.raises(ConfigError) as filed:
+        read_settings({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+    rule = "1 to 128 printable ASCII characters without spaces"
+    assert (str(listed.value), str(filed.value)) == (
+        f"PLANTSTORE_TOKENS must list tokens of {rule}, separated by commas",
+        f"PLANTSTORE_TOKENS_FILE: {tokens_file}, line 2: a token is {rule}",
+    )
+
+
 def test_max_body_bytes_is_read():
     environ = {"PLANTSTORE_TOKENS": "a", "PLANTSTORE_MAX_BODY_BYTES": "100"}
     assert read_settings(environ).max_body_bytes == 100

@@ -1,6 +1,5 @@
 """The shipped nginx site agrees with the service it fronts, setting for setting."""
 
-import json
 import re
 import shlex
 import subprocess
@@ -25,6 +24,7 @@ from tests.nginx_proxy import (
     unit_gunicorn_flags,
     unit_settings,
 )
+from tests.site_text import block, error_pages, page, setting
 
 NGINX_SIZE = re.compile(r"(\d+)([km]?)")
 
@@ -38,19 +38,6 @@ def nginx_bytes(size: str) -> int:
     return int(number) * {"": 1, "k": 2**10, "m": 2**20}[unit]
 
 
-def block(opening: str) -> str:
-    """The text of the site's block that opens with `opening {` (none of them nests another)."""
-    site = SITE.read_text()
-    start = site.index(f"{opening} {{\n")
-    return site[start : site.index("\n    }\n", start)]
-
-
-def setting(name: str, text: str | None = None) -> str:
-    """The value of the one `name` directive in `text` (the whole site by default)."""
-    (value,) = re.findall(rf"^\s*{name} ([^;]+);", text or SITE.read_text(), flags=re.MULTILINE)
-    return value
-
-
 def service() -> falcon.testing.TestClient:
     return falcon.testing.TestClient(create_app(Config(tokens=frozenset({TOKEN})), MemoryStore()))
 
@@ -62,26 +49,6 @@ def test_the_sites_body_limit_is_the_services_default_and_bounds_the_proxied_loc
     # Outside it, an error page answers whatever body the refused request announced.
     server = SITE.read_text().replace(proxied, "")
     assert setting("client_max_body_size", server) == "0"
-
-
-def error_pages() -> dict[int, tuple[str, str]]:
-    """Each status nginx answers itself: the page's `=status` (`""` for none, `=` for the
-    page's own), and its URI."""
-    pages = {}
-    for codes, answered, uri in re.findall(
-        r"^\s*error_page ((?:\d{3} )+)(?:(=\d{0,3}) )?(\S+);", SITE.read_text(), flags=re.MULTILINE
-    ):
-        for code in map(int, codes.split()):
-            assert code not in pages, f"two pages for {code}"
-            pages[code] = (answered, uri)
-    return pages
-
-
-def page(uri: str) -> tuple[int, dict, str]:
-    """What the page's location answers: its status, its JSON body, and the whole location."""
-    location = block(f"    location = {uri}")
-    status, body = re.search(r"^\s*return (\d{3}) '([^']*)';", location, re.MULTILINE).groups()
-    return int(status), json.loads(body), location
 
 
 def test_every_refusal_nginx_makes_is_answered_with_the_json_error_body():
@@ -259,17 +226,6 @@ def test_the_methods_the_site_passes_on_are_the_ones_the_service_answers():
         answer = client.simulate_options(path.replace("{id}", "1"))
         answered |= set(answer.headers["allow"].split(", "))
     assert set(allowed.split("|")) == answered
-
-
-def test_each_token_has_a_rate_at_the_edge_and_its_429_says_when_to_retry():
-    """The issue's rate, keyed by the Authorization header, counted where requests pass on."""
-    zone = "limit_req_zone $http_authorization zone=tokens:10m rate=100r/s;"
-    assert f"\n{zone}\n" in SITE.read_text()
-    proxied = block("    location /")
-    assert setting("limit_req", proxied) == "zone=tokens burst=200 nodelay"
-    assert setting("limit_req_status", proxied) == "429"
-    location = page(error_pages()[429][1])[2]
-    assert f"\n        add_header Retry-After {RETRY_AFTER_SECONDS} always;\n" in location
 
 
 def test_the_upstreams_comment_shows_how_to_list_several_hosts():

@@ -166,8 +166,9 @@ WHOLE = "must be a whole number"
 #: line that refuses it ({tmp} is the test's directory).
 BAD_SETTINGS = {
     "PLANTSTORE_TOKENS": (
-        "tok,not a token",
-        "PLANTSTORE_TOKENS must list tokens of printable ASCII without spaces, separated by commas",
+        "tok," + "longer-than-the-edge-keys" * 6,
+        "PLANTSTORE_TOKENS must list tokens of 1 to 128 printable ASCII characters without "
+        "spaces, separated by commas",
     ),
     "PLANTSTORE_TOKENS_FILE": (
         "{tmp}/missing",

@@ -1,15 +1,25 @@
 """Bearer-token authentication (RFC 6750), and the scope each operation asks of a token."""
 
 import logging
+import re
 
 import falcon
 
 from plantstore.api.tokens import Tokens
+from plantstore.config import TOKEN_PATTERN
 
 REALM = "plantstore"
 #: The WSGI environ's key under which the name of the request's token is left, for the access
 #: log (gunicorn's `{key}e` atom): the client's name, never its token.
 TOKEN_KEY = "plantstore.token"
+#: The one form of a bearer credential: `Bearer` in any case, one or more spaces, the token.
+#: The nginx site keys each token's rate with this same expression (deploy/nginx.conf's `map`),
+#: so no other spelling of a token is let in under a rate of its own. Spaces and tabs around it
+#: are no part of the field's value (RFC 9110 §5.5), but nginx 1.22 keeps tabs there: matched
+#: here too, the two agree. ASCII, else a case-insensitive class takes the Kelvin sign for `k`.
+BEARER = re.compile(
+    rf"[ \t]*Bearer +(?P<bearer_token>{TOKEN_PATTERN})[ \t]*", re.ASCII | re.IGNORECASE
+)
 
 _log = logging.getLogger(__name__)
 
@@ -34,10 +44,10 @@ class BearerAuth:
             return
         if req.auth is None:
             raise _unauthorized("Send the header 'Authorization: Bearer <token>'.")
-        scheme, _, token = req.auth.strip().partition(" ")
-        if scheme.lower() != "bearer":
+        credential = BEARER.fullmatch(req.auth)
+        if credential is None:
             raise _unauthorized("The Authorization header must read 'Bearer <token>'.")
-        entry = self._tokens.find(token.strip().encode())
+        entry = self._tokens.find(credential["bearer_token"].encode())
         if entry is None:
             raise _unauthorized("The bearer token is not accepted.", error="invalid_token")
         req.env[TOKEN_KEY] = entry.name

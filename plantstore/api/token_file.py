@@ -102,7 +102,7 @@ def _entry(fields: list[str], number: int) -> Entry:
     if hashed and not _DIGEST.fullmatch(first):
         raise ValueError("a digest is sha256: and 64 lower-case hex digits")
     if not hashed and not is_token(first):
-        raise ValueError("a token is printable ASCII without spaces")
+        raise ValueError("a token is 1 to 128 printable ASCII characters without spaces")
     named: dict[str, str] = {}
     for field in rest:
         key, equals, value = field.partition("=")
