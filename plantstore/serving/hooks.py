@@ -10,6 +10,7 @@ is one worker, so the runtime it opened is this module's to hold.
 
 import os
 import shutil
+import signal
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -183,13 +184,29 @@ def worker_app():
 
 
 def post_worker_init(worker):
-    """The app is loaded: start delivering this worker's events.
+    """The app is loaded: start pruning the feed and delivering this worker's events, and end
+    the requests that wait for the feed as soon as the worker is told to stop.
+
+    gunicorn has no hook for a worker's SIGTERM (a stop, or a SIGHUP's replacement): it lets the
+    requests under way finish, for up to `graceful_timeout`, and a request that waits for an
+    event would hold the stop that long. So the signal first ends those waits (they answer an
+    empty page, as at the end of their time), then goes to gunicorn's own handler, as before;
+    system calls it interrupts are restarted, as gunicorn has them.
 
     A worker that serves an app named on gunicorn's command line (the bench's floor) never
     called `worker_app`, and has no runtime to start.
     """
-    if _runtime is not None:
-        _runtime.start()
+    if _runtime is None:
+        return
+    _runtime.start()
+    gunicorns = signal.getsignal(signal.SIGTERM)
+
+    def stop(signum, frame):
+        _runtime.stop_waiting()
+        gunicorns(signum, frame)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.siginterrupt(signal.SIGTERM, False)
 
 
 def worker_exit(server, worker):
