@@ -1,6 +1,7 @@
 """The settings as a start reads them: `Config.from_env`, and what `read_settings` checks of
 what they name (the tokens file, the subscribers); and 1.2's `GUNICORN_*` variables."""
 
+import hashlib
 import sys
 
 import pytest
@@ -21,9 +22,9 @@ def test_tokens_come_from_the_variable_and_the_file(tmp_path):
         {"PLANTSTORE_TOKENS": "a, b,,", "PLANTSTORE_TOKENS_FILE": str(tokens_file)}
     )
     assert (config.tokens, config.tokens_file) == ({"a", "b"}, str(tokens_file))
-    assert [entry.secret for entry in read_tokens_file(config.tokens_file)] == [
-        b"from-file-1",
-        b"from-file-2",
+    assert [entry.digest for entry in read_tokens_file(config.tokens_file)] == [
+        hashlib.sha256(b"from-file-1").digest(),
+        hashlib.sha256(b"from-file-2").digest(),
     ]
     assert config.max_body_bytes == DEFAULT_MAX_BODY_BYTES
 
@@ -121,9 +122,9 @@ def test_reading_changes_nothing_and_prints_nothing(capsys):
 def test_comments_and_blank_lines_in_the_tokens_file_are_skipped(tmp_path):
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("# the deploy robot\nrobot-token\n\n  # old: revoked\n\tmine\n")
-    assert [entry.secret for entry in read_tokens_file(str(tokens_file))] == [
-        b"robot-token",
-        b"mine",
+    assert [entry.digest for entry in read_tokens_file(str(tokens_file))] == [
+        hashlib.sha256(b"robot-token").digest(),
+        hashlib.sha256(b"mine").digest(),
     ]
 
 

@@ -29,20 +29,21 @@ _NAME = re.compile(r"[A-Za-z0-9._@-]{1,64}")
 
 
 class Entry(NamedTuple):
-    """One accepted token: what a request's token is compared with, and what it may do."""
+    """One accepted token: the digest a request's token is looked up by, and what it may do."""
 
-    #: The token's UTF-8 bytes, or, when `hashed`, the 32 bytes of their SHA-256.
-    secret: bytes
-    hashed: bool
+    #: The 32 bytes of the SHA-256 of the token's UTF-8 bytes.
+    digest: bytes
     #: How the logs name the token's client: its `name=`, else its place (`line-4`).
     name: str
     scopes: frozenset[str]
+    #: Whether it was given as the token itself rather than as its digest.
+    plain: bool
 
 
 def listed(tokens: Iterable[str]) -> tuple[Entry, ...]:
     """The entries of the tokens `PLANTSTORE_TOKENS` lists: every scope, named by their place."""
     return tuple(
-        Entry(token.encode(), False, f"PLANTSTORE_TOKENS-{number}", frozenset(SCOPES))
+        Entry(_digest(token), f"PLANTSTORE_TOKENS-{number}", frozenset(SCOPES), plain=True)
         for number, token in enumerate(tokens, start=1)
     )
 
@@ -54,7 +55,7 @@ def line_for(token: str, name: str | None = None, scopes: str | None = None) -> 
     Raises:
         ValueError: the name or the scopes are not as the file takes them; it says how.
     """
-    fields = [DIGEST_PREFIX + hashlib.sha256(token.encode()).hexdigest()]
+    fields = [DIGEST_PREFIX + _digest(token).hex()]
     fields += [f"{key}={value}" for key, value in (("name", name), ("scopes", scopes)) if value]
     _entry(fields, number=1)  # as the file's reader will read it
     return " ".join(fields)
@@ -76,7 +77,7 @@ def read_tokens_file(path: str) -> tuple[Entry, ...]:
             f"PLANTSTORE_TOKENS_FILE must be text, one token a line: {path} is not UTF-8"
         ) from None
     entries: list[Entry] = []
-    seen: dict[bytes, int] = {}
+    seen: dict[bytes, int] = {}  # each digest's line
     for number, line in enumerate(lines, start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -84,13 +85,12 @@ def read_tokens_file(path: str) -> tuple[Entry, ...]:
             entry = _entry(line.split(), number)
         except ValueError as ex:
             raise ConfigError(f"PLANTSTORE_TOKENS_FILE: {path}, line {number}: {ex}") from None
-        digest = entry.secret if entry.hashed else hashlib.sha256(entry.secret).digest()
-        if digest in seen:
+        if entry.digest in seen:
             raise ConfigError(
                 f"PLANTSTORE_TOKENS_FILE: {path}, line {number}: names the token of line "
-                f"{seen[digest]} again"
+                f"{seen[entry.digest]} again"
             )
-        seen[digest] = number
+        seen[entry.digest] = number
         entries.append(entry)
     return tuple(entries)
 
@@ -117,5 +117,9 @@ def _entry(fields: list[str], number: int) -> Entry:
     scopes = frozenset(named["scopes"].split(",")) if "scopes" in named else frozenset(SCOPES)
     if not scopes or not scopes <= set(SCOPES):
         raise ValueError(f"scopes= lists {', '.join(SCOPES)}, separated by commas")
-    secret = bytes.fromhex(first.removeprefix(DIGEST_PREFIX)) if hashed else first.encode()
-    return Entry(secret, hashed, name, scopes)
+    digest = bytes.fromhex(first.removeprefix(DIGEST_PREFIX)) if hashed else _digest(first)
+    return Entry(digest, name, scopes, plain=not hashed)
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()

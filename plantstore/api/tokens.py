@@ -2,7 +2,6 @@
 again whenever it changes."""
 
 import hashlib
-import hmac
 import logging
 import os
 import threading
@@ -42,7 +41,7 @@ class Tokens:
         clock: Callable[[], float] = time.monotonic,
         interval: float = CHECK_INTERVAL,
     ) -> None:
-        self._listed = listed(tokens)
+        self._listed = {entry.digest: entry for entry in listed(tokens)}
         self._path = path
         self._clock = clock
         self._interval = interval
@@ -52,7 +51,7 @@ class Tokens:
             self._checked = clock()
             self._version = _version(path)
             try:
-                self._accepted += read_tokens_file(path)
+                self._accept(read_tokens_file(path))
             except ConfigError as ex:
                 _log.error(
                     "plantstore: the tokens file is not taken, and only PLANTSTORE_TOKENS' "
@@ -63,19 +62,18 @@ class Tokens:
     def find(self, candidate: bytes) -> Entry | None:
         """The entry of the token a request bears, or None.
 
-        It is compared with every entry, each in constant time, so timing tells nothing: with
-        the token, or with the SHA-256 of it for an entry that keeps its digest. A digest sent
-        as a token is no token: its own digest is no entry's.
+        The token's SHA-256 is looked up among the entries' digests: one dict lookup, which
+        costs the same however many entries there are, known token or not, and whose timing
+        tells of the one-way digest alone, never of the token. A digest sent as a token is no
+        token: its own digest is no entry's.
         """
         if self._path is not None:
             self._look_at_the_file()
-        accepted = self._accepted
-        digest = hashlib.sha256(candidate).digest()
-        found = None
-        for entry in accepted:
-            if hmac.compare_digest(entry.secret, digest if entry.hashed else candidate):
-                found = found or entry
-        return found
+        return self._accepted.get(hashlib.sha256(candidate).digest())
+
+    def _accept(self, entries: Iterable[Entry]) -> None:
+        """Accept the file's `entries` with the listed tokens, whose entries win over them."""
+        self._accepted = {**{entry.digest: entry for entry in entries}, **self._listed}
 
     def _look_at_the_file(self) -> None:
         """Once an interval, read the file again if it changed; other threads do not wait."""
@@ -105,7 +103,7 @@ class Tokens:
                 ex,
             )
             return
-        self._accepted = self._listed + tokens
+        self._accept(tokens)
         _log.info("plantstore: the changed tokens file is taken: %s", self._path)
 
 
