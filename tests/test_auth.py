@@ -187,6 +187,11 @@ def test_the_file_is_looked_at_once_an_interval_however_many_requests_ask(
             b"new-token\n\xff\n",
             "PLANTSTORE_TOKENS_FILE must be text, one token a line: {path} is not UTF-8",
         ),
+        (
+            "new-token\nsecret",
+            "PLANTSTORE_TOKENS_FILE: {path} must end with a newline: its last line has none, "
+            "as in a file still being written",
+        ),
     ],
 )
 def test_a_bad_new_tokens_file_keeps_the_tokens_and_is_logged_once_without_a_token(

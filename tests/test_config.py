@@ -139,6 +139,17 @@ def test_a_bad_line_in_the_tokens_file_is_named_by_file_and_number_not_echoed(tm
     )
 
 
+def test_a_tokens_file_without_its_last_newline_is_refused_as_being_written(tmp_path):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("robot-token\nsha256:" + "0" * 64)
+    with pytest.raises(ConfigError) as caught:
+        read_settings({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+    assert str(caught.value) == (
+        f"PLANTSTORE_TOKENS_FILE: {tokens_file} must end with a newline: its last line has none, "
+        "as in a file still being written"
+    )
+
+
 def test_a_tokens_file_that_is_not_text_is_refused(tmp_path):
     tokens_file = tmp_path / "tokens"
     tokens_file.write_bytes(b"\xff\xfe")

@@ -288,6 +288,19 @@ def test_a_bad_line_in_the_tokens_file_stops_the_start_naming_the_file_and_line(
     ]
 
 
+def test_a_tokens_file_without_its_last_newline_stops_the_start_saying_to_end_it_with_one(
+    tmp_path,
+):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("robot-1\nrobot-2")
+    result = start(tmp_path, "plantstore serve", PLANTSTORE_TOKENS_FILE=str(tokens_file))
+    assert result.returncode != 0
+    assert own_lines(result) == [
+        f"plantstore: PLANTSTORE_TOKENS_FILE: {tokens_file} must end with a newline: its last "
+        "line has none, as in a file still being written"
+    ]
+
+
 @pytest.mark.parametrize("how", STARTS)
 @pytest.mark.parametrize(
     ("name", "value", "words"), [(n, *v) for n, v in GUNICORNS_OWN.items()], ids=list(GUNICORNS_OWN)

@@ -1,5 +1,5 @@
 """The accepted tokens (`plantstore.api.tokens.Tokens`): found by their digest, whatever the
-number of entries."""
+number of entries; never more than a file grants, read half-written."""
 
 import gc
 import hashlib
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from plantstore.api.tokens import Tokens
-from tests.test_auth import Clock
+from plantstore.api.tokens import CHECK_INTERVAL, Tokens
+from tests.test_auth import Clock, rewrite
 
 
 def digest(token: str) -> str:
@@ -72,3 +72,40 @@ def test_a_token_is_found_in_as_many_steps_among_100000_entries_as_among_one(tok
         assert len(steps) < 100
     known = operations(lambda: many.find(b"known"))
     assert operations(lambda: many.find(b"unknown")) == known
+
+
+#: Each token's scopes in the file before it is rewritten in place, and after. Today's reader
+#: took a cut right after a digest for a line of every scope.
+OLD = {"reader": {"read"}, "importer": {"read", "write"}}
+NEW = {"importer": {"write"}, "reader": {"read"}, "scraper": {"metrics"}}
+
+
+def tokens_text(scopes_of: dict[str, set[str]]) -> bytes:
+    lines = [f"{digest(t)} name={t} scopes={','.join(sorted(s))}\n" for t, s in scopes_of.items()]
+    return "".join(["# rotated\n", *lines]).encode()
+
+
+def granted(tokens: Tokens, token: str) -> frozenset[str]:
+    found = tokens.find(token.encode())
+    return frozenset() if found is None else found.scopes
+
+
+def test_a_file_read_half_written_never_grants_more_than_the_old_or_the_new_file(tmp_path):
+    """The file rewritten in place, as `cat new > tokens` does, is read at each length of the
+    new content: by a worker that had read the old file, and by one that starts then."""
+    path = tmp_path / "tokens"
+    rewrite(path, tokens_text(OLD))
+    clock = Clock()
+    running = Tokens([], str(path), clock)
+    new = tokens_text(NEW)
+    for length in range(len(new) + 1):
+        rewrite(path, new[:length])
+        clock.now += CHECK_INTERVAL
+        for tokens in (running, Tokens([], str(path), clock)):
+            for token in OLD | NEW:
+                scopes = granted(tokens, token)
+                assert scopes <= OLD.get(token, set()) or scopes <= NEW.get(token, set()), (
+                    new[:length],
+                    token,
+                )
+    assert {token: granted(running, token) for token in NEW} == NEW

@@ -10,6 +10,11 @@ SHA-256 of its UTF-8 bytes (shortened above): a file of digests is no key to the
 it is copied. The fields after it, separated by spaces, are `name=` (how the logs name its
 client) and `scopes=` (what it may do: `read`, `write`, `metrics`, comma-separated). A bad line
 is refused naming the file and the line's number, never its token or digest.
+
+Every line ends with a newline, the last one too: a file rewritten in place (`cat new >
+tokens`, an editor) may be read half-written, and its last line cut short, after a digest say,
+would read as a line granting every scope. A file without its last newline is refused as not
+yet whole: then what is read is always the new file's first lines, each whole.
 """
 
 import hashlib
@@ -65,20 +70,26 @@ def read_tokens_file(path: str) -> tuple[Entry, ...]:
     """The entries of the file at `path`; blank lines and `#` comments are skipped.
 
     Raises:
-        ConfigError: the file cannot be read, or a line is not an entry, or names a token
-            another names too; it names the file and the line, never a token or a digest.
+        ConfigError: the file cannot be read, does not end with a newline, or a line is not
+            an entry, or names a token another names too; it names the file and the line,
+            never a token or a digest.
     """
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as ex:
         raise ConfigError(f"PLANTSTORE_TOKENS_FILE cannot be read: {path}: {ex.strerror}") from None
     except UnicodeDecodeError:
         raise ConfigError(
             f"PLANTSTORE_TOKENS_FILE must be text, one token a line: {path} is not UTF-8"
         ) from None
+    if text and not text.endswith("\n"):
+        raise ConfigError(
+            f"PLANTSTORE_TOKENS_FILE: {path} must end with a newline: its last line has none, "
+            "as in a file still being written"
+        )
     entries: list[Entry] = []
     seen: dict[bytes, int] = {}  # each digest's line
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:

@@ -23,8 +23,10 @@ class Tokens:
     A token is rotated by writing the file, with no signal and no restart: every worker looks
     whether it changed (its inode, size, modification and change times) on the thread of a
     request that needs a token, at most once every `interval` seconds of `clock`, and reads a
-    changed file again. A file renamed over the old one is read whole; one written in place may
-    be read half-written, and is then read again once the writing has changed it further.
+    changed file again. A file renamed over the old one is read whole. One written in place may
+    be read half-written: cut within a line, it is not taken (it lacks its last newline); cut
+    at a line's end, it grants what the new file's first lines grant; either way it is read
+    again once the writing has changed it further.
 
     A changed file that cannot be read, holds a line that is not a token, or names none keeps
     the tokens read before: a typo or a half-written file must not lock every client out. That
