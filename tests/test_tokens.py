@@ -92,16 +92,17 @@ def granted(tokens: Tokens, token: str) -> frozenset[str]:
 
 def test_a_file_read_half_written_never_grants_more_than_the_old_or_the_new_file(tmp_path):
     """The file rewritten in place, as `cat new > tokens` does, is read at each length of the
-    new content: by a worker that had read the old file, and by one that starts then."""
+    new content: by a worker that had read the old file, and by one that starts then, with the
+    last good tokens the first one kept."""
     path = tmp_path / "tokens"
     rewrite(path, tokens_text(OLD))
     clock = Clock()
-    running = Tokens([], str(path), clock)
+    running = Tokens([], str(path), clock, kept_in=str(tmp_path))
     new = tokens_text(NEW)
     for length in range(len(new) + 1):
         rewrite(path, new[:length])
         clock.now += CHECK_INTERVAL
-        for tokens in (running, Tokens([], str(path), clock)):
+        for tokens in (running, Tokens([], str(path), clock, kept_in=str(tmp_path))):
             for token in OLD | NEW:
                 scopes = granted(tokens, token)
                 assert scopes <= OLD.get(token, set()) or scopes <= NEW.get(token, set()), (

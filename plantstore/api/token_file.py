@@ -18,6 +18,7 @@ yet whole: then what is read is always the new file's first lines, each whole.
 """
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,6 +44,34 @@ class Entry(NamedTuple):
     scopes: frozenset[str]
     #: Whether it was given as the token itself rather than as its digest.
     plain: bool
+
+    def line(self) -> str:
+        """The entry as a line of the file: its digest, name and scopes, never a token."""
+        scopes = ",".join(scope for scope in SCOPES if scope in self.scopes)
+        return f"{DIGEST_PREFIX}{self.digest.hex()} name={self.name} scopes={scopes}"
+
+
+class Version(NamedTuple):
+    """What tells one state of the file from another, as `stat` gives it.
+
+    Its change time orders versions: the kernel sets it at every change of the file, and
+    nothing sets it back, unlike the modification time (`touch -d`, `cp -p`, `rsync -t`).
+    """
+
+    changed_ns: int
+    modified_ns: int
+    size: int
+    inode: int
+    device: int
+
+
+def version_of(path: str) -> Version | None:
+    """The version of the file at `path` now; None when it cannot be found."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return Version(stat.st_ctime_ns, stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_dev)
 
 
 def listed(tokens: Iterable[str]) -> tuple[Entry, ...]:
@@ -82,6 +111,11 @@ def read_tokens_file(path: str) -> tuple[Entry, ...]:
         raise ConfigError(
             f"PLANTSTORE_TOKENS_FILE must be text, one token a line: {path} is not UTF-8"
         ) from None
+    return entries_of(text, path)
+
+
+def entries_of(text: str, path: str) -> tuple[Entry, ...]:
+    """The entries of `text`, read from the file at `path`, as `read_tokens_file` says."""
     if text and not text.endswith("\n"):
         raise ConfigError(
             f"PLANTSTORE_TOKENS_FILE: {path} must end with a newline: its last line has none, "

@@ -3,7 +3,7 @@
 `Config.from_env` reads the variables; a start (gunicorn's master, or `plantstore check`) also
 reads the tokens file and tells the webhook subscribers apart, so that a bad one stops it with
 one line. A worker reads the environment alone: one started while the tokens file is bad still
-serves, with the tokens it can read (`plantstore.api.tokens.Tokens`).
+serves, with the run's last good tokens (`plantstore.api.tokens.Tokens`).
 """
 
 import os
