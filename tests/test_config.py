@@ -10,7 +10,7 @@ from gunicorn.http import message
 from plantstore.api.token_file import read_tokens_file
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
 from plantstore.serving import legacy
-from plantstore.serving.settings import read_settings
+from plantstore.serving.settings import exposed_tokens_warning, read_settings
 from tests.gunicorn_server import ROOT
 
 
@@ -147,6 +147,31 @@ def test_a_tokens_file_without_its_last_newline_is_refused_as_being_written(tmp_
     assert str(caught.value) == (
         f"PLANTSTORE_TOKENS_FILE: {tokens_file} must end with a newline: its last line has none, "
         "as in a file still being written"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "warned"),
+    [
+        ("robot-token name=robot\n", 0o644, True),
+        (f"sha256:{'0' * 64}\nrobot-token\n", 0o604, True),
+        ("robot-token name=robot\n", 0o640, False),
+        (f"sha256:{'0' * 64} name=robot\n", 0o644, False),
+    ],
+)
+def test_a_tokens_file_every_user_may_read_is_warned_of_if_it_holds_tokens_themselves(
+    tmp_path, content, mode, warned
+):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text(content)
+    tokens_file.chmod(mode)
+    warning = exposed_tokens_warning(read_settings({"PLANTSTORE_TOKENS_FILE": str(tokens_file)}))
+    assert warning == (
+        f"PLANTSTORE_TOKENS_FILE: {tokens_file} holds tokens in plain text and every user may "
+        "read it: keep their digests instead (the lines plantstore token prints), or chmod o-r "
+        f"{tokens_file}"
+        if warned
+        else None
     )
 
 

@@ -290,6 +290,27 @@ def test_a_bad_line_in_the_tokens_file_stops_the_start_naming_the_file_and_line(
     ]
 
 
+def test_a_start_warns_of_a_tokens_file_that_every_user_may_read_and_that_holds_tokens(
+    tmp_path,
+):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("robot-token-1 name=robot\n")
+    tokens_file.chmod(0o644)
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS_FILE=str(tokens_file)))
+    try:
+        robot = {"Authorization": "Bearer robot-token-1"}
+        assert server.request("GET", "/plants/1", headers=robot)[0] == 404
+    finally:
+        _, stderr = server.stop()
+    warnings = [line for line in stderr.splitlines() if "[WARNING]" in line]
+    assert [line.partition("[WARNING] ")[2] for line in warnings] == [
+        f"plantstore: PLANTSTORE_TOKENS_FILE: {tokens_file} holds tokens in plain text and every "
+        "user may read it: keep their digests instead (the lines plantstore token prints), or "
+        f"chmod o-r {tokens_file}"
+    ]
+    assert "robot-token-1" not in stderr
+
+
 def test_a_tokens_file_without_its_last_newline_stops_the_start_saying_to_end_it_with_one(
     tmp_path,
 ):

@@ -19,7 +19,12 @@ from plantstore.config import Config, ConfigError, store_kind
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.operations.logs import current_request_id
 from plantstore.serving import run_token
-from plantstore.serving.settings import check_workers, read_settings, unreachable
+from plantstore.serving.settings import (
+    check_workers,
+    exposed_tokens_warning,
+    read_settings,
+    unreachable,
+)
 from plantstore.stores import prepare_store
 from plantstore.webhooks.subscribers import subscriber
 
@@ -57,6 +62,9 @@ def on_starting(server):
     says why). Once started, a store lost is the workers' to wait for (503 meanwhile). Every
     worker answers only for the SQLite file opened here: a file put in its place while the
     service runs is refused.
+
+    A tokens file that every user may read, holding tokens rather than their digests, is
+    taken, with a warning: it is a setting that works, if unwisely.
     """
     if server.cfg.preload_app and server.cfg.workers > 1:
         # Loaded in the master, the app would import prometheus_client before `when_ready` named
@@ -67,6 +75,8 @@ def on_starting(server):
         )
     global _started_with
     config = _checked_settings()
+    if warning := exposed_tokens_warning(config):
+        server.log.warning("plantstore: %s", warning)
     try:
         check_workers(config, server.cfg.workers)
         _started_with = prepare_store(config.store_url, config.store_wait)
