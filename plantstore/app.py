@@ -47,7 +47,7 @@ def create_app(config: Config, store: PlantStore) -> falcon.App:
             RequestMetrics(metrics),
             *cors,
             RequestLog(TrustedProxies.parse(config.forwarded_allow_ips)),
-            BearerAuth(Tokens(config.tokens, config.tokens_file)),
+            BearerAuth(Tokens(config.tokens, config.tokens_file, kept_in=config.tokens_kept_in)),
             BodyLimit(config.max_body_bytes),
         ],
         router=Router(),

@@ -236,6 +236,9 @@ class Config:
     tokens: frozenset[str]
     #: `PLANTSTORE_TOKENS_FILE`: its tokens are accepted too, as the file reads now.
     tokens_file: str | None = None
+    #: Where the run's processes keep the file's last good tokens, for a worker that finds it
+    #: bad: a directory gunicorn's master makes, which each worker puts here; None keeps none.
+    tokens_kept_in: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     #: The proxies whose forwarded headers gunicorn trusts, as its setting lists them.
     forwarded_allow_ips: tuple[str, ...] = DEFAULT_FORWARDED_ALLOW_IPS

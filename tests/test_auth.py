@@ -3,6 +3,7 @@
 import itertools
 import logging
 import os
+import time
 
 import falcon.testing
 import pytest
@@ -119,6 +120,12 @@ def rewrite(path, content: str | bytes) -> None:
     os.utime(path, ns=(mtime, mtime))
 
 
+def changed_at(path) -> str:
+    """When the file at `path` was last changed, as the log says it."""
+    changed = time.localtime(path.stat().st_ctime_ns // 10**9)
+    return time.strftime("%Y-%m-%d %H:%M:%S %z", changed)
+
+
 @pytest.fixture
 def clock():
     return Clock()
@@ -190,12 +197,18 @@ def test_the_file_is_looked_at_once_an_interval_however_many_requests_ask(
             b"new-token\n\xff\n",
             "PLANTSTORE_TOKENS_FILE must be text, one token a line: {path} is not UTF-8",
         ),
+        (
+            "new-token\nsecret",
+            "PLANTSTORE_TOKENS_FILE: {path} must end with a newline: its last line has none, "
+            "as in a file still being written",
+        ),
     ],
 )
 def test_a_bad_new_tokens_file_keeps_the_tokens_and_is_logged_once_without_a_token(
     rotating, tokens_file, clock, caplog, bad, why
 ):
     caplog.set_level(logging.INFO, logger="plantstore.api.tokens")
+    good = changed_at(tokens_file)
     if bad is None:
         tokens_file.unlink()
     else:
@@ -206,8 +219,8 @@ def test_a_bad_new_tokens_file_keeps_the_tokens_and_is_logged_once_without_a_tok
     assert [(record.levelno, record.getMessage()) for record in caplog.records] == [
         (
             logging.ERROR,
-            "plantstore: the changed tokens file is not taken, and the tokens read before stay "
-            f"accepted: {why.format(path=tokens_file)}",
+            f"plantstore: the tokens file is not taken, and the tokens of its last good version, "
+            f"changed at {good}, stay accepted until it changes: {why.format(path=tokens_file)}",
         )
     ]
     for token in ("old-token", "new-token", "secret"):
@@ -234,6 +247,7 @@ def test_each_bad_change_is_logged_once(rotating, tokens_file, clock, caplog):
 def test_a_worker_started_while_the_file_is_bad_accepts_the_listed_tokens_until_it_changes(
     tokens_file, clock, caplog
 ):
+    """With no last good tokens kept for it (tests/test_last_good_tokens.py has those)."""
     rewrite(tokens_file, "not a token\n")
     app = falcon.App(middleware=[BearerAuth(Tokens(["listed"], str(tokens_file), clock))])
     app.add_route("/plants", Hello())

@@ -399,7 +399,7 @@ def test_the_file_tokens_server_takes_the_benchs_token_from_the_file_alone(tmp_p
     config = read_settings(environ)
     assert config.tokens == frozenset()
     (entry,) = read_tokens_file(config.tokens_file)
-    assert (entry.hashed, entry.name, entry.scopes) == (True, "bench", {"write"})
+    assert (entry.plain, entry.name, entry.scopes) == (False, "bench", {"write"})
     assert TOKEN not in (tmp_path / "tokens").read_text()
 
 

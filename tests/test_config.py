@@ -1,6 +1,7 @@
 """The settings as a start reads them: `Config.from_env`, and what `read_settings` checks of
 what they name (the tokens file, the subscribers); and 1.2's `GUNICORN_*` variables."""
 
+import hashlib
 import sys
 
 import pytest
@@ -9,7 +10,7 @@ from gunicorn.http import message
 from plantstore.api.token_file import read_tokens_file
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
 from plantstore.serving import legacy
-from plantstore.serving.settings import read_settings
+from plantstore.serving.settings import exposed_tokens_warning, read_settings
 from tests.gunicorn_server import ROOT
 
 
@@ -21,9 +22,9 @@ def test_tokens_come_from_the_variable_and_the_file(tmp_path):
         {"PLANTSTORE_TOKENS": "a, b,,", "PLANTSTORE_TOKENS_FILE": str(tokens_file)}
     )
     assert (config.tokens, config.tokens_file) == ({"a", "b"}, str(tokens_file))
-    assert [entry.secret for entry in read_tokens_file(config.tokens_file)] == [
-        b"from-file-1",
-        b"from-file-2",
+    assert [entry.digest for entry in read_tokens_file(config.tokens_file)] == [
+        hashlib.sha256(b"from-file-1").digest(),
+        hashlib.sha256(b"from-file-2").digest(),
     ]
     assert config.max_body_bytes == DEFAULT_MAX_BODY_BYTES
 
@@ -139,9 +140,9 @@ def test_reading_changes_nothing_and_prints_nothing(capsys):
 def test_comments_and_blank_lines_in_the_tokens_file_are_skipped(tmp_path):
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("# the deploy robot\nrobot-token\n\n  # old: revoked\n\tmine\n")
-    assert [entry.secret for entry in read_tokens_file(str(tokens_file))] == [
-        b"robot-token",
-        b"mine",
+    assert [entry.digest for entry in read_tokens_file(str(tokens_file))] == [
+        hashlib.sha256(b"robot-token").digest(),
+        hashlib.sha256(b"mine").digest(),
     ]
 
 
@@ -153,6 +154,42 @@ def test_a_bad_line_in_the_tokens_file_is_named_by_file_and_number_not_echoed(tm
     assert str(caught.value) == (
         f"PLANTSTORE_TOKENS_FILE: {tokens_file}, line 3: a field after the token is name=... "
         "or scopes=..."
+    )
+
+
+def test_a_tokens_file_without_its_last_newline_is_refused_as_being_written(tmp_path):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("robot-token\nsha256:" + "0" * 64)
+    with pytest.raises(ConfigError) as caught:
+        read_settings({"PLANTSTORE_TOKENS_FILE": str(tokens_file)})
+    assert str(caught.value) == (
+        f"PLANTSTORE_TOKENS_FILE: {tokens_file} must end with a newline: its last line has none, "
+        "as in a file still being written"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "warned"),
+    [
+        ("robot-token name=robot\n", 0o644, True),
+        (f"sha256:{'0' * 64}\nrobot-token\n", 0o604, True),
+        ("robot-token name=robot\n", 0o640, False),
+        (f"sha256:{'0' * 64} name=robot\n", 0o644, False),
+    ],
+)
+def test_a_tokens_file_every_user_may_read_is_warned_of_if_it_holds_tokens_themselves(
+    tmp_path, content, mode, warned
+):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text(content)
+    tokens_file.chmod(mode)
+    warning = exposed_tokens_warning(read_settings({"PLANTSTORE_TOKENS_FILE": str(tokens_file)}))
+    assert warning == (
+        f"PLANTSTORE_TOKENS_FILE: {tokens_file} holds tokens in plain text and every user may "
+        "read it: keep their digests instead (the lines plantstore token prints), or chmod o-r "
+        f"{tokens_file}"
+        if warned
+        else None
     )
 
 

@@ -6,6 +6,7 @@ import re
 import signal
 import stat
 import subprocess
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -22,6 +23,7 @@ from tests.gunicorn_server import (
     server_environ,
 )
 from tests.raw_http import exchange, parse_answers
+from tests.test_auth import changed_at
 
 TOKEN = "gunicorn-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -289,6 +291,40 @@ def test_a_bad_line_in_the_tokens_file_stops_the_start_naming_the_file_and_line(
     ]
 
 
+def test_a_start_warns_of_a_tokens_file_that_every_user_may_read_and_that_holds_tokens(
+    tmp_path,
+):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("robot-token-1 name=robot\n")
+    tokens_file.chmod(0o644)
+    server = GunicornServer(server_environ(PLANTSTORE_TOKENS_FILE=str(tokens_file)))
+    try:
+        robot = {"Authorization": "Bearer robot-token-1"}
+        assert server.request("GET", "/plants/1", headers=robot)[0] == 404
+    finally:
+        _, stderr = server.stop()
+    warnings = [line for line in stderr.splitlines() if "[WARNING]" in line]
+    assert [line.partition("[WARNING] ")[2] for line in warnings] == [
+        f"plantstore: PLANTSTORE_TOKENS_FILE: {tokens_file} holds tokens in plain text and every "
+        "user may read it: keep their digests instead (the lines plantstore token prints), or "
+        f"chmod o-r {tokens_file}"
+    ]
+    assert "robot-token-1" not in stderr
+
+
+def test_a_tokens_file_without_its_last_newline_stops_the_start_saying_to_end_it_with_one(
+    tmp_path,
+):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("robot-1\nrobot-2")
+    result = start(tmp_path, "plantstore serve", PLANTSTORE_TOKENS_FILE=str(tokens_file))
+    assert result.returncode != 0
+    assert own_lines(result) == [
+        f"plantstore: PLANTSTORE_TOKENS_FILE: {tokens_file} must end with a newline: its last "
+        "line has none, as in a file still being written"
+    ]
+
+
 @pytest.mark.parametrize("how", STARTS)
 @pytest.mark.parametrize(
     ("name", "value", "words"), [(n, *v) for n, v in GUNICORNS_OWN.items()], ids=list(GUNICORNS_OWN)
@@ -483,42 +519,86 @@ def test_a_rewritten_tokens_file_is_taken_without_a_signal_and_the_workers_serve
     assert "new-token" not in stderr
 
 
+def not_taken(tokens_file: Path, good: str) -> str:
+    """What the log says of the bad file the tests write, while `good` tokens stay accepted."""
+    return (
+        "plantstore: the tokens file is not taken, and the tokens of its last good version, "
+        f"changed at {good}, stay accepted until it changes: PLANTSTORE_TOKENS_FILE: "
+        f"{tokens_file}, line 2: a field after the token is name=... or scopes=..."
+    )
+
+
 @pytest.mark.parametrize("log_format", ["text", "json"])
-def test_a_worker_started_while_the_tokens_file_is_bad_serves_and_says_why_in_one_line(
+def test_a_worker_started_while_the_tokens_file_is_bad_serves_the_last_good_tokens(
     tmp_path, log_format
 ):
-    """The file turns bad, then the worker dies: the master starts another, which serves.
-
-    It accepts no token of the bad file (PLANTSTORE_TOKENS lists none here) until the file
-    is good again: a token revoked since the start must not come back.
-    """
+    """The file turns bad, then the worker dies: the master starts another, which serves the
+    tokens of the file as it last was good, and says so in one line, until the file is good
+    again."""
     server, tokens_file = serve_tokens_file(tmp_path, PLANTSTORE_LOG_FORMAT=log_format)
+    good = changed_at(tokens_file)
+    new = {**AUTH, "Authorization": "Bearer new-token"}
     try:
         assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 404
         (worker,) = server.worker_pids()
-        tokens_file.write_text("old-token\nnot a token\n")
+        tokens_file.write_text("new-token\nnot a token\n")
         os.kill(worker, signal.SIGKILL)
         server.wait_for_stderr("the tokens file is not taken")
-        assert server.request("GET", "/healthz")[0] == 200
-        assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 401
+        assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 404
+        assert server.request("GET", "/plants/1", headers=new)[0] == 401
 
-        replace_file(tokens_file, "old-token\n")
-        wait_for_status(server, "/plants/1", OLD_TOKEN, 404)
+        replace_file(tokens_file, "new-token\n")
+        wait_for_status(server, "/plants/1", new, 404)
+        assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 401
     finally:
         _, stderr = server.stop()
-    why = (
-        "plantstore: the tokens file is not taken, and only PLANTSTORE_TOKENS' tokens are "
-        f"accepted until it changes: PLANTSTORE_TOKENS_FILE: {tokens_file}, line 2: a field "
-        "after the token is name=... or scopes=..."
-    )
     lines = stderr.splitlines()
     if log_format == "json":
-        assert [json.loads(line)["message"] for line in lines].count(why) == 1
+        messages = [json.loads(line)["message"] for line in lines]
     else:
         assert [line for line in lines if not ERROR_LOG_LINE.fullmatch(line)] == []
-        assert [line for line in lines if line.endswith(f"[ERROR] {why}")] != []
+        messages = [line.partition("[ERROR] ")[2] for line in lines]
+    assert messages.count(not_taken(tokens_file, good)) == 1
     assert "Traceback" not in stderr
     assert "not a token" not in stderr
+
+
+def test_after_a_sighup_while_the_tokens_file_is_bad_every_worker_serves_the_last_good_tokens(
+    tmp_path,
+):
+    """`systemctl reload` is a SIGHUP: the new workers find the file bad, and serve what it
+    held when last good, rather than refuse every token of the file. The run keeps it in a
+    directory of its own, which only its user may enter, and which it removes as it stops; a
+    start removes those of masters killed before they could."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    (temporary / f"plantstore-tokens-{ended.pid}-a1b2c3").mkdir()
+    server, tokens_file = serve_tokens_file(
+        tmp_path,
+        PLANTSTORE_STORE=f"sqlite:///{tmp_path / 'plants.db'}",
+        WEB_CONCURRENCY="2",
+        TMPDIR=str(temporary),
+    )
+    good = changed_at(tokens_file)
+    try:
+        assert server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] == 404
+        (kept_in,) = temporary.glob("plantstore-tokens-*")
+        assert stat.S_IMODE(kept_in.stat().st_mode) == 0o700
+        assert "old-token" not in (kept_in / "tokens").read_text()
+        first_workers = server.worker_pids()
+        tokens_file.write_text("new-token\nnot a token\n")
+        os.kill(server.pid, signal.SIGHUP)
+        for worker in first_workers:  # which then accept no more requests
+            server.wait_for_stderr(rf"Worker exiting \(pid: {worker}\)")
+        answers = [server.request("GET", "/plants/1", headers=OLD_TOKEN)[0] for _ in range(40)]
+        assert answers == [404] * 40
+    finally:
+        _, stderr = server.stop()
+    assert stderr.count(not_taken(tokens_file, good)) == 1
+    assert "not a token" not in stderr
+    assert not kept_in.exists()
 
 
 def test_a_memory_store_worker_restarted_by_the_master_warns_it_starts_empty():

@@ -1,19 +1,30 @@
-"""The error log's format: every line, a traceback's too, carries its request's id."""
+"""The logs' formats: every line of the error log, a traceback's too, carries its request's id;
+the access log names the request's token by its name."""
 
 import io
 import json
 import logging
 import re
+import runpy
+from datetime import timedelta
+from types import SimpleNamespace
 
+import falcon.testing
 import pytest
+from gunicorn.config import Config as GunicornConfig
 
+from plantstore.app import create_app
+from plantstore.config import Config
 from plantstore.core.stores import StoreUnavailable
 from plantstore.operations.logs import (
     JsonFormatter,
     LineFormatter,
+    Logger,
     RequestIdFilter,
     current_request_id,
 )
+from plantstore.stores.memory import MemoryStore
+from tests.gunicorn_server import ROOT
 
 
 @pytest.fixture
@@ -126,3 +137,56 @@ def test_in_json_a_logged_exception_is_one_line_with_its_traceback_as_one_field(
     assert (entry["message"], entry["level"], entry["request_id"]) == ("it failed", "ERROR", None)
     assert entry["traceback"].startswith("Traceback (most recent call last):\n")
     assert entry["traceback"].endswith("ValueError: bad")
+
+
+@pytest.fixture(params=["text", "json"])
+def access_log(request, tmp_path, monkeypatch):
+    """gunicorn's access log of the service's logger class, with gunicorn.conf.py's format, as
+    text and as JSON, into `access.log` of the test's directory: log a request the app
+    answered (its environ, and the `StartResponseMock` that took its answer)."""
+    monkeypatch.setenv("PLANTSTORE_LOG_FORMAT", request.param)
+    settings = GunicornConfig()
+    settings.set("accesslog", str(tmp_path / "access.log"))
+    settings.set(
+        "access_log_format", runpy.run_path(str(ROOT / "gunicorn.conf.py"))["access_log_format"]
+    )
+    root, urllib3 = logging.getLogger(), logging.getLogger("urllib3")
+    kept = root.handlers[:], root.level, urllib3.level
+    logger = Logger(settings)
+    # It gave the root logger the error log's handler, as in a worker: give back the test's.
+    root.handlers, root.level = kept[0], kept[1]
+    urllib3.setLevel(kept[2])
+
+    def log(environ: dict, answer: falcon.testing.StartResponseMock) -> None:
+        answered = SimpleNamespace(headers=answer.headers, status=answer.status)
+        logger.access(answered, SimpleNamespace(headers=[]), environ, timedelta(microseconds=7))
+
+    yield log
+    for gunicorns in (logger.access_log, logger.error_log):
+        for handler in gunicorns.handlers:
+            handler.close()
+        gunicorns.handlers.clear()
+        gunicorns.propagate = True
+
+
+def test_the_access_log_names_the_accepted_token_on_a_403_too(tmp_path, access_log):
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("reader-token name=dashboard scopes=read\n")
+    app = create_app(Config(tokens=frozenset(), tokens_file=str(tokens_file)), MemoryStore())
+    for method in ("GET", "POST"):
+        environ = falcon.testing.create_environ(
+            method=method, path="/plants", headers={"Authorization": "Bearer reader-token"}
+        )
+        answer = falcon.testing.StartResponseMock()
+        app(environ, answer)
+        access_log(environ, answer)
+    lines = (tmp_path / "access.log").read_text().splitlines()
+    if lines[0].startswith("{"):
+        logged = [(entry["token"], entry["status"]) for entry in map(json.loads, lines)]
+    else:
+        logged = [re.search(r" token=(\S+) .* status=(\d+) ", line).groups() for line in lines]
+    assert [(token, int(status)) for token, status in logged] == [
+        ("dashboard", 200),
+        ("dashboard", 403),
+    ]
+    assert "reader-token" not in "".join(lines)

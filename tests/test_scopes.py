@@ -23,6 +23,7 @@ from plantstore.stores.memory import MemoryStore
 from tests.test_auth import Clock, rewrite
 
 READER, WRITER, SCRAPER, EVERYTHING = "reader-token", "writer-token", "scraper-token", "all-token"
+LOADER = "loader-token"
 
 
 def digest(token: str) -> str:
@@ -37,6 +38,7 @@ def tokens_file(tmp_path):
         f"{digest(READER)}  name=dashboard  scopes=read\n"
         f"{digest(WRITER)}  name=importer   scopes=read,write\n"
         f"{SCRAPER}  name=prometheus scopes=metrics\n"
+        f"{digest(LOADER)}  name=loader     scopes=write\n"
         f"{EVERYTHING}\n"
     )
     return path
@@ -68,6 +70,7 @@ SCOPES_OF = {
     READER: {"read"},
     WRITER: {"read", "write"},
     SCRAPER: {"metrics"},
+    LOADER: {"write"},
     EVERYTHING: {*SCOPES},
 }
 
@@ -92,6 +95,15 @@ def test_a_token_calls_what_its_scopes_allow_and_is_403_naming_the_scope_else(
             f"{needed}.",
         }
         assert token not in result.text
+
+
+def test_a_token_gets_exactly_the_scopes_it_lists_so_write_alone_cannot_read(scoped):
+    assert call(scoped, LOADER, "POST", "/plants", {"id": 8, "name": "ivy"}).status_code == 200
+    assert call(scoped, LOADER, "PUT", "/plants/8", {"name": "fern"}).status_code == 200
+    for method, path in [("GET", "/plants"), ("GET", "/plants/8"), ("HEAD", "/plants/8")]:
+        assert call(scoped, LOADER, method, path).status_code == 403, (method, path)
+    assert call(scoped, LOADER, "GET", "/metrics").status_code == 403
+    assert call(scoped, READER, "GET", "/plants/8").status_code == 200
 
 
 @pytest.mark.parametrize("token", [None, "unknown", digest(READER), digest(READER)[7:]])

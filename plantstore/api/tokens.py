@@ -2,14 +2,13 @@
 again whenever it changes."""
 
 import hashlib
-import hmac
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 
-from plantstore.api.token_file import Entry, listed, read_tokens_file
+from plantstore.api.last_good_tokens import LastGood, LastGoodTokens
+from plantstore.api.token_file import Entry, listed, read_tokens_file, version_of
 from plantstore.config import ConfigError
 
 #: Seconds between two looks at whether the tokens file changed.
@@ -24,15 +23,19 @@ class Tokens:
     A token is rotated by writing the file, with no signal and no restart: every worker looks
     whether it changed (its inode, size, modification and change times) on the thread of a
     request that needs a token, at most once every `interval` seconds of `clock`, and reads a
-    changed file again. A file renamed over the old one is read whole; one written in place may
-    be read half-written, and is then read again once the writing has changed it further.
+    changed file again. A file renamed over the old one is read whole. One written in place may
+    be read half-written: cut within a line, it is not taken (it lacks its last newline); cut
+    at a line's end, it grants what the new file's first lines grant; either way it is read
+    again once the writing has changed it further.
 
-    A changed file that cannot be read, holds a line that is not a token, or names none keeps
-    the tokens read before: a typo or a half-written file must not lock every client out. That
-    is logged in one line, in the words a start with that file stops with (never a token), once
-    for each such change. The service's start refuses a bad file (`plantstore.config`); a worker
-    started later, while the file is bad, accepts the listed tokens alone until it changes,
-    rather than fail to start: a token revoked since the start must not come back.
+    A file that cannot be read, holds a line that is not a token, or (changed) names none is
+    not taken: a typo or a half-written file must not lock every client out, nor bring back a
+    token revoked since. The last good tokens are served instead: those this process took, or
+    the run's if newer (`LastGoodTokens`, in the directory `kept_in`, which the run's processes
+    share), all that a worker started while the file is bad has. The log says so in one line,
+    in the words a start with that file stops with (never a token), once each change of the
+    file for the whole run. The service's start refuses a bad file
+    (`plantstore.serving.settings`).
     """
 
     def __init__(
@@ -41,41 +44,37 @@ class Tokens:
         path: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         interval: float = CHECK_INTERVAL,
+        kept_in: str | None = None,
     ) -> None:
-        self._listed = listed(tokens)
+        self._listed = {entry.digest: entry for entry in listed(tokens)}
+        self._accepted = self._listed
         self._path = path
         self._clock = clock
         self._interval = interval
         self._lock = threading.Lock()
-        self._accepted = self._listed
-        if path is not None:
-            self._checked = clock()
-            self._version = _version(path)
-            try:
-                self._accepted += read_tokens_file(path)
-            except ConfigError as ex:
-                _log.error(
-                    "plantstore: the tokens file is not taken, and only PLANTSTORE_TOKENS' "
-                    "tokens are accepted until it changes: %s",
-                    ex,
-                )
+        self._last_good = LastGoodTokens(kept_in) if kept_in and path else None
+        if path is None:
+            return
+        self._checked = clock()
+        #: The version of the file as last looked at, and the one whose tokens are served.
+        self._version = self._served = None
+        last_good = self._last_good.read() if self._last_good else None
+        if last_good is not None:
+            self._serve(last_good)
+            self._version = last_good.version
+        self._read_if_changed(first=last_good is None)
 
     def find(self, candidate: bytes) -> Entry | None:
         """The entry of the token a request bears, or None.
 
-        It is compared with every entry, each in constant time, so timing tells nothing: with
-        the token, or with the SHA-256 of it for an entry that keeps its digest. A digest sent
-        as a token is no token: its own digest is no entry's.
+        The token's SHA-256 is looked up among the entries' digests: one dict lookup, which
+        costs the same however many entries there are, known token or not, and whose timing
+        tells of the one-way digest alone, never of the token. A digest sent as a token is no
+        token: its own digest is no entry's.
         """
         if self._path is not None:
             self._look_at_the_file()
-        accepted = self._accepted
-        digest = hashlib.sha256(candidate).digest()
-        found = None
-        for entry in accepted:
-            if hmac.compare_digest(entry.secret, digest if entry.hashed else candidate):
-                found = found or entry
-        return found
+        return self._accepted.get(hashlib.sha256(candidate).digest())
 
     def _look_at_the_file(self) -> None:
         """Once an interval, read the file again if it changed; other threads do not wait."""
@@ -89,30 +88,54 @@ class Tokens:
         finally:
             self._lock.release()
 
-    def _read_if_changed(self) -> None:
-        version = _version(self._path)
-        if version == self._version:
+    def _read_if_changed(self, first: bool = False) -> None:
+        """Take the file if it changed since it was last looked at (or at a `first` read) and
+        is good; else serve the last good tokens.
+
+        A file that names no token is taken at a first read, as the start took it (with
+        tokens in `PLANTSTORE_TOKENS`), and not as a change: `cat new > tokens` empties the
+        file before it writes it.
+        """
+        version = version_of(self._path)
+        if version == self._version and not first:
             return
         self._version = version
         try:
-            tokens = read_tokens_file(self._path)
-            if not tokens:
+            entries = read_tokens_file(self._path)
+            if not entries and not first:
                 raise ConfigError(f"PLANTSTORE_TOKENS_FILE names no token: {self._path}")
         except ConfigError as ex:
-            _log.error(
-                "plantstore: the changed tokens file is not taken, and the tokens read before "
-                "stay accepted: %s",
-                ex,
-            )
+            self._serve_the_last_good(ex)
             return
-        self._accepted = self._listed + tokens
-        _log.info("plantstore: the changed tokens file is taken: %s", self._path)
+        self._serve(LastGood(version, entries))
+        if self._last_good:
+            self._last_good.keep(version, entries, self._path)
+        if not first:
+            _log.info("plantstore: the changed tokens file is taken: %s", self._path)
 
+    def _serve(self, good: LastGood) -> None:
+        """Accept the tokens of a good version of the file, and the listed ones, which win."""
+        self._accepted = {**{entry.digest: entry for entry in good.entries}, **self._listed}
+        self._served = good.version
 
-def _version(path: str) -> tuple[int, ...] | None:
-    """What tells that the file changed; None when it cannot be found."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    def _serve_the_last_good(self, why: ConfigError) -> None:
+        """The file is not taken: serve the run's last good tokens if they are newer than
+        those served, and say so, once for the run."""
+        last_good = self._last_good.read() if self._last_good else None
+        if last_good and (
+            self._served is None or last_good.version.changed_ns > self._served.changed_ns
+        ):
+            self._serve(last_good)
+        if self._last_good and not self._last_good.first_to_say(self._version):
+            return
+        if self._served is None:
+            served = "only PLANTSTORE_TOKENS' tokens are accepted"
+        else:
+            changed = time.localtime(self._served.changed_ns // 10**9)
+            served = (
+                "the tokens of its last good version, changed at "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S %z', changed)}, stay accepted"
+            )
+        _log.error(
+            "plantstore: the tokens file is not taken, and %s until it changes: %s", served, why
+        )

@@ -15,20 +15,31 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from plantstore.api.last_good_tokens import LastGoodTokens
 from plantstore.config import Config, ConfigError, store_kind
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.operations.logs import current_request_id
 from plantstore.serving import run_token
-from plantstore.serving.settings import check_workers, read_settings, unreachable
+from plantstore.serving.settings import (
+    check_workers,
+    exposed_tokens_warning,
+    read_settings,
+    unreachable,
+)
 from plantstore.stores import prepare_store
 from plantstore.webhooks.subscribers import subscriber
 
 #: The metrics' directories, in the temporary directory: this, the master's pid, and a suffix.
 METRICS_PREFIX = "plantstore-metrics-"
+#: The directories of the last good tokens, named alike.
+TOKENS_PREFIX = "plantstore-tokens-"
 
 #: The database the service started with (`prepare_store`): the master's, which every worker
 #: it forks inherits and answers for.
 _started_with = None
+#: Where the run's processes keep the tokens file's last good tokens: the master's, made by
+#: `when_ready`, which every worker it forks inherits.
+_tokens_kept_in = None
 #: This worker's gunicorn settings, once `post_fork` noted them.
 _settings = None
 #: This worker's store and deliverer (`plantstore.runtime.Runtime`), once `worker_app` opened them.
@@ -52,6 +63,9 @@ def on_starting(server):
     says why). Once started, a store lost is the workers' to wait for (503 meanwhile). Every
     worker answers only for the SQLite file opened here: a file put in its place while the
     service runs is refused.
+
+    A tokens file that every user may read, holding tokens rather than their digests, is
+    taken, with a warning: it is a setting that works, if unwisely.
     """
     if server.cfg.preload_app and server.cfg.workers > 1:
         # Loaded in the master, the app would import prometheus_client before `when_ready` named
@@ -62,6 +76,8 @@ def on_starting(server):
         )
     global _started_with
     config = _checked_settings()
+    if warning := exposed_tokens_warning(config):
+        server.log.warning("plantstore: %s", warning)
     try:
         check_workers(config, server.cfg.workers)
         _started_with = prepare_store(config.store_url, config.store_wait)
@@ -83,7 +99,7 @@ def when_ready(server):
     """The sockets are bound and no worker runs yet: make what the run needs, once.
 
     Made here rather than at the start, so that a start that fails (a port in use) leaves
-    nothing behind; `on_exit` removes both.
+    nothing behind; `on_exit` removes them.
 
     Metrics, with a shared store: prometheus_client keeps each worker's values in files of the
     directory named by PROMETHEUS_MULTIPROC_DIR, which it reads when it is first imported; the
@@ -94,40 +110,52 @@ def when_ready(server):
     only this user can read, the workers' PLANTSTORE_TOKENS_FILE. The log names the file, never
     the token.
 
+    The last good tokens, with a tokens file: a directory only this user may enter, where the
+    run's processes keep the file as they last took it (`plantstore.api.last_good_tokens`),
+    beginning with the file as the master reads it now, for a worker that will find it bad.
+
     The log names each webhook subscriber as its warnings will, by origin and key, beside its
     place in PLANTSTORE_WEBHOOK_URLS: so an operator can tell which URL a warning is about,
     though several share a host, and the log shows no path, query or password.
     """
-    _remove_stale_metrics_directories()
+    global _tokens_kept_in
+    _remove_stale_directories()
     config = Config.from_env()
     if config.memory:
         os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
     else:
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=_metrics_prefix())
-    if not config.tokens and not config.tokens_file:
-        path = run_token.make()
-        os.environ["PLANTSTORE_TOKENS_FILE"] = str(path)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=_prefix(METRICS_PREFIX))
+    tokens_file = config.tokens_file
+    if not config.tokens and not tokens_file:
+        tokens_file = str(run_token.make())
+        os.environ["PLANTSTORE_TOKENS_FILE"] = tokens_file
         server.log.info(
             "plantstore: no token configured; this run accepts the one in %s (readable only by "
             "this user); set PLANTSTORE_TOKENS or PLANTSTORE_TOKENS_FILE to choose your own",
-            path,
+            tokens_file,
         )
+    if tokens_file:
+        _tokens_kept_in = tempfile.mkdtemp(prefix=_prefix(TOKENS_PREFIX))
+        LastGoodTokens(_tokens_kept_in).take(tokens_file)
     for number, url in enumerate(config.webhook_urls, start=1):
         server.log.info(
             "plantstore: PLANTSTORE_WEBHOOK_URLS's URL %d is %s", number, subscriber(url).name
         )
 
 
-def _metrics_prefix() -> str:
-    return f"{METRICS_PREFIX}{os.getpid()}-"
+def _prefix(kind: str) -> str:
+    """The start of the name of a directory of this run's, of a `kind` (`METRICS_PREFIX`)."""
+    return f"{kind}{os.getpid()}-"
 
 
-def _remove_stale_metrics_directories() -> None:
-    """Remove this user's metrics directories whose master is gone: killed, it left its own."""
-    for directory in Path(tempfile.gettempdir()).glob(f"{METRICS_PREFIX}*-*"):
-        pid = directory.name.removeprefix(METRICS_PREFIX).partition("-")[0]
-        if pid.isdigit() and directory.stat().st_uid == os.getuid() and not _running(int(pid)):
-            shutil.rmtree(directory, ignore_errors=True)
+def _remove_stale_directories() -> None:
+    """Remove this user's metrics and tokens directories whose master is gone: killed, it left
+    its own."""
+    for kind in (METRICS_PREFIX, TOKENS_PREFIX):
+        for directory in Path(tempfile.gettempdir()).glob(f"{kind}*-*"):
+            pid = directory.name.removeprefix(kind).partition("-")[0]
+            if pid.isdigit() and directory.stat().st_uid == os.getuid() and not _running(int(pid)):
+                shutil.rmtree(directory, ignore_errors=True)
 
 
 def _running(pid: int) -> bool:
@@ -178,7 +206,11 @@ def worker_app():
     global _runtime
     config = Config.from_env() if _settings else _checked_settings()
     settings = _settings or GunicornConfig()
-    config = replace(config, forwarded_allow_ips=tuple(settings.forwarded_allow_ips))
+    config = replace(
+        config,
+        forwarded_allow_ips=tuple(settings.forwarded_allow_ips),
+        tokens_kept_in=_tokens_kept_in,
+    )
     _runtime = Runtime(config, threads=settings.threads, started_with=_started_with)
     return create_app(_runtime.config, _runtime.store)
 
@@ -230,8 +262,11 @@ def child_exit(server, worker):
 
 
 def on_exit(server):
-    """Remove what the run made for itself: a token file, and the metrics' directory."""
+    """Remove what the run made for itself: a token file, the metrics' directory and the last
+    good tokens'."""
     run_token.remove()
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
-    if Path(directory).name.startswith(_metrics_prefix()):
+    if Path(directory).name.startswith(_prefix(METRICS_PREFIX)):
         shutil.rmtree(directory, ignore_errors=True)
+    if _tokens_kept_in is not None:
+        shutil.rmtree(_tokens_kept_in, ignore_errors=True)

@@ -2,11 +2,13 @@
 
 `Config.from_env` reads the variables; a start (gunicorn's master, or `plantstore check`) also
 reads the tokens file and tells the webhook subscribers apart, so that a bad one stops it with
-one line. A worker reads the environment alone: one started while the tokens file is bad still
-serves, with the tokens it can read (`plantstore.api.tokens.Tokens`).
+one line, and gunicorn's master warns of a tokens file that exposes tokens. A worker reads the
+environment alone: one started while the tokens file is bad still serves, with the run's last
+good tokens (`plantstore.api.tokens.Tokens`).
 """
 
 import os
+import stat
 from collections.abc import Mapping
 
 from plantstore.api.token_file import read_tokens_file
@@ -24,6 +26,24 @@ def read_settings(environ: Mapping[str, str] = os.environ) -> Config:
         raise ConfigError("PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token")
     _check_subscribers(config.webhook_urls)
     return config
+
+
+def exposed_tokens_warning(config: Config) -> str | None:
+    """Say when the tokens file holds tokens themselves (not their digests) and every user of
+    the machine may read it, and so send them; None otherwise. Never a token."""
+    path = config.tokens_file
+    try:
+        exposed = bool(path) and bool(os.stat(path).st_mode & stat.S_IROTH)
+        plain = exposed and any(entry.plain for entry in read_tokens_file(path))
+    except (OSError, ConfigError):
+        return None
+    if not plain:
+        return None
+    return (
+        f"PLANTSTORE_TOKENS_FILE: {path} holds tokens in plain text and every user may read "
+        "it: keep their digests instead (the lines plantstore token prints), or chmod o-r "
+        f"{path}"
+    )
 
 
 def _check_subscribers(urls: tuple[str, ...]) -> None:
