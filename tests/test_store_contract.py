@@ -480,6 +480,16 @@ def model():
     return MemoryStore()
 
 
+@pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
+def test_the_postgresql_store_of_property_tests_has_no_connection_left_to_make(any_store):
+    """Calls one at a time take the one connection its pool opened with: the pool makes no
+    other, whose use of `random` hypothesis would see while it draws (`tests/settled.py`)."""
+    for plant_id in range(3):
+        any_store.add(plant_id, document("fern"))
+        assert any_store.get(plant_id) == document("fern")
+    assert any_store._pool.get_stats()["pool_size"] == 1
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
