@@ -108,13 +108,7 @@ def _read_store(environ: Mapping[str, str]) -> str:
     url = environ.get("PLANTSTORE_STORE", "").strip() or DEFAULT_STORE
     kind = store_kind(url)
     if kind == "postgresql":
-        try:
-            import psycopg_pool  # noqa: F401
-        except ImportError:
-            raise ConfigError(
-                "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's "
-                "root, pip install '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
-            ) from None
+        _check_postgresql_url(url)
     if kind == "sqlite":
         directory = Path(url.removeprefix("sqlite:///")).parent
         if not directory.is_dir():
@@ -125,6 +119,37 @@ def _read_store(environ: Mapping[str, str]) -> str:
     if kind:
         return url
     raise ConfigError(f"PLANTSTORE_STORE must be {STORE_FORMS}")
+
+
+def _check_postgresql_url(url: str) -> None:
+    """Refuse a URL libpq cannot read, or reads with a password's rest (after a `@` or `/` in
+    it) as the host, port or database it names; quoting none of it, as libpq's words would."""
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's "
+            "root, pip install '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
+        ) from None
+    base = url.partition("?")[0]
+    unreadable = []
+    for text in (base, url):
+        try:
+            psycopg.conninfo.conninfo_to_dict(text)
+        except psycopg.Error:
+            unreadable.append(text)
+    if re.search(r"%(?![0-9A-Fa-f]{2})|%00", url):
+        problem = "has a % that is not % and two hex digits (or is %00): write % as %25"
+    elif base in unreadable:
+        problem = "is not a URL that libpq can read: postgresql://user:password@host:port/dbname"
+    elif unreadable:
+        problem = "has a query parameter that libpq does not know, or not as parameter=value"
+    elif re.match(r"[^@/]*[@/][^?]*@", url.partition("://")[2]):  # a password ends at @ or /
+        problem = "has a @ or / in its user or password: write @ as %40 and / as %2F"
+    else:
+        return
+    raise ConfigError(f"PLANTSTORE_STORE {problem}")
 
 
 def _read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:

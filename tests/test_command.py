@@ -181,3 +181,34 @@ def test_a_start_that_cannot_bind_says_what_the_readme_explains_and_leaves_nothi
     assert all(words in result.stderr for words in said), result.stderr
     troubleshooting = README.split("\n## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
     assert "- **`Connection in use`, then `Can't connect to`**: " in troubleshooting
+
+
+PASSWORD = "hunter2"
+MALFORMED_URLS = {
+    "bad escape": (
+        f"postgresql://plantstore:{PASSWORD}%ZZ@127.0.0.1:1/plants",
+        "has a % that is not % and two hex digits (or is %00): write % as %25",
+    ),
+    "unknown parameter": (
+        f"postgresql://plantstore:{PASSWORD}@127.0.0.1:1/plants?sslmod=require",
+        "has a query parameter that libpq does not know, or not as parameter=value",
+    ),
+    "@ in the password": (
+        f"postgresql://plantstore:{PASSWORD}@x@nohost.invalid/plants",
+        "has a @ or / in its user or password: write @ as %40 and / as %2F",
+    ),
+}
+
+
+@pytest.mark.parametrize("command", ["check", "serve"])
+@pytest.mark.parametrize(("url", "problem"), MALFORMED_URLS.values(), ids=list(MALFORMED_URLS))
+def test_a_postgresql_url_libpq_cannot_read_stops_check_and_serve_with_one_line(
+    tmp_path, command, url, problem
+):
+    """Not libpq's words, which quote the password, in a traceback."""
+    bind = ["--bind=127.0.0.1:0"] if command == "serve" else []
+    result = run([PLANTSTORE, command, *bind], tmp_path, PLANTSTORE_STORE=url)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if "[gunicorn.error] [INFO]" not in line]
+    assert lines == [f"plantstore: PLANTSTORE_STORE {problem}"]
+    assert PASSWORD not in result.stdout + result.stderr

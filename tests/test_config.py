@@ -343,3 +343,72 @@ def test_the_webhook_secret_is_not_in_the_configs_repr():
     )
     assert config.webhook_secret == SECRET
     assert SECRET.removeprefix("whsec_") not in repr(config)
+
+
+PASSWORD = "hunter2"
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        (
+            f"postgresql://plantstore:{PASSWORD}%ZZ@db.example/plants",
+            "has a % that is not % and two hex digits (or is %00): write % as %25",
+        ),
+        (
+            f"postgresql://plantstore:{PASSWORD}%@db.example/plants",
+            "has a % that is not % and two hex digits (or is %00): write % as %25",
+        ),
+        (
+            f"postgresql://plantstore:{PASSWORD}%00@db.example/plants",
+            "has a % that is not % and two hex digits (or is %00): write % as %25",
+        ),
+        (
+            f"postgresql://plantstore:{PASSWORD}@db.example/plants?sslmod=require",
+            "has a query parameter that libpq does not know, or not as parameter=value",
+        ),
+        (
+            f"postgresql://plantstore@db.example/plants?{PASSWORD}",
+            "has a query parameter that libpq does not know, or not as parameter=value",
+        ),
+        (
+            f"postgresql://plantstore:{PASSWORD}@[::1/plants?sslmode=require",
+            "is not a URL that libpq can read: postgresql://user:password@host:port/dbname",
+        ),
+        (
+            "postgresql://plantstore:hunt@er2@nohost.invalid/plants",
+            "has a @ or / in its user or password: write @ as %40 and / as %2F",
+        ),
+        (
+            "postgresql://plantstore:hunt/er2@nohost.invalid/plants",
+            "has a @ or / in its user or password: write @ as %40 and / as %2F",
+        ),
+        (
+            "postgresql://plantstore:hunt?er@2@nohost.invalid/plants",
+            "has a @ or / in its user or password: write @ as %40 and / as %2F",
+        ),
+    ],
+    ids=["bad escape", "lone %", "%00", "unknown parameter", "no =", "bad host", "@", "/", "?@"],
+)
+def test_a_postgresql_url_libpq_cannot_read_is_refused_without_its_password(url, problem):
+    """libpq's own words quote the password around a bad escape; a second `@`, or a `/`, of a
+    password puts its rest where libpq's messages name it (the host `er2@nohost.invalid`)."""
+    with pytest.raises(ConfigError) as caught:
+        read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url})
+    assert str(caught.value) == f"PLANTSTORE_STORE {problem}"
+    assert "hunt" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://plantstore:hunter%402@db.example:5432/plants?sslmode=require",
+        "postgresql://plantstore:hun%2Fter%25@db.example/plants",
+        "postgresql://plantstore:hun?ter2@db.example/plants",
+        "postgresql://plantstore@db.example/plants?user=plantstore@corp&connect_timeout=5",
+        "postgresql://db-1,db-2:5433/plants?target_session_attrs=read-write",
+        "postgresql:///plants?host=/var/run/postgresql",
+    ],
+)
+def test_a_postgresql_url_libpq_reads_whole_is_taken(url):
+    assert read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url}).store_url == url
