@@ -30,6 +30,13 @@ DEFAULT_STORE_WAIT = 10
 DEFAULT_WEBHOOK_TIMEOUT = 5
 #: Seconds after an event's creation after which a failing delivery is given up: a day.
 DEFAULT_WEBHOOK_GIVE_UP_AFTER = 86400
+#: Each number's default, least and greatest value: docs/configuration.md says why each.
+NUMBERS = {
+    "PLANTSTORE_MAX_BODY_BYTES": (DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024),
+    "PLANTSTORE_STORE_WAIT": (DEFAULT_STORE_WAIT, 0, 3600),
+    "PLANTSTORE_WEBHOOK_TIMEOUT": (DEFAULT_WEBHOOK_TIMEOUT, 1, 300),
+    "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER": (DEFAULT_WEBHOOK_GIVE_UP_AFTER, 0, 30 * 86400),
+}
 #: How the Standard Webhooks specification writes a secret: this prefix, then base64.
 WEBHOOK_SECRET_PREFIX = "whsec_"
 LOG_FORMATS = ("text", "json")
@@ -270,24 +277,19 @@ class Config:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
         webhook_urls = _read_webhook_urls(environ)
+        number = {name: env_int(environ, name, *bounds) for name, bounds in NUMBERS.items()}
         return cls(
             tokens=_read_tokens(environ),
             tokens_file=environ.get("PLANTSTORE_TOKENS_FILE") or None,
-            max_body_bytes=env_int(
-                environ, "PLANTSTORE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
-            ),
+            max_body_bytes=number["PLANTSTORE_MAX_BODY_BYTES"],
             store_url=_read_store(environ),
-            store_wait=env_int(environ, "PLANTSTORE_STORE_WAIT", DEFAULT_STORE_WAIT),
+            store_wait=number["PLANTSTORE_STORE_WAIT"],
             cors_origins=_read_cors_origins(environ),
             metrics_public=_read_flag(environ, "PLANTSTORE_METRICS_PUBLIC"),
             webhook_urls=webhook_urls,
             webhook_secret=_read_webhook_secret(environ, webhook_urls),
-            webhook_timeout=env_int(
-                environ, "PLANTSTORE_WEBHOOK_TIMEOUT", DEFAULT_WEBHOOK_TIMEOUT, minimum=1
-            ),
-            webhook_give_up_after=env_int(
-                environ, "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER", DEFAULT_WEBHOOK_GIVE_UP_AFTER
-            ),
+            webhook_timeout=number["PLANTSTORE_WEBHOOK_TIMEOUT"],
+            webhook_give_up_after=number["PLANTSTORE_WEBHOOK_GIVE_UP_AFTER"],
             log_format=_read_log_format(environ),
         )
 

@@ -122,7 +122,8 @@ def test_check_stops_at_a_bad_setting_with_its_one_line(tmp_path):
     assert (result.returncode, result.stdout, result.stderr) == (
         1,
         "",
-        "plantstore: PLANTSTORE_MAX_BODY_BYTES must be a whole number of at least 1, not 'lots'\n",
+        "plantstore: PLANTSTORE_MAX_BODY_BYTES must be a whole number from 1 to 16777216, "
+        "not 'lots'\n",
     )
 
 

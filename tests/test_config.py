@@ -47,7 +47,7 @@ def test_max_body_bytes_is_read():
     ("environ", "complaint"),
     [
         ({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_MAX_BODY_BYTES": "lots"}, "whole number"),
-        ({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_MAX_BODY_BYTES": "0"}, "at least 1"),
+        ({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_MAX_BODY_BYTES": "0"}, "from 1 to"),
         ({"PLANTSTORE_TOKENS": " , "}, "no token"),
         ({"PLANTSTORE_TOKENS": "a b"}, "printable ASCII"),
         ({"PLANTSTORE_TOKENS": "tök€n"}, "printable ASCII"),
@@ -412,3 +412,38 @@ def test_a_postgresql_url_libpq_cannot_read_is_refused_without_its_password(url,
 )
 def test_a_postgresql_url_libpq_reads_whole_is_taken(url):
     assert read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url}).store_url == url
+
+
+HUGE = "1" + "0" * 400
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "accepted"),
+    [
+        ("PLANTSTORE_MAX_BODY_BYTES", "max_body_bytes", "from 1 to 16777216"),
+        ("PLANTSTORE_STORE_WAIT", "store_wait", "from 0 to 3600"),
+        ("PLANTSTORE_WEBHOOK_TIMEOUT", "webhook_timeout", "from 1 to 300"),
+        ("PLANTSTORE_WEBHOOK_GIVE_UP_AFTER", "webhook_give_up_after", "from 0 to 2592000"),
+    ],
+)
+@pytest.mark.parametrize("value", [HUGE, str(10**20)], ids=["overflows a float", "for ever"])
+def test_every_number_has_a_bound_a_huge_value_is_refused_by(name, field, accepted, value):
+    """A number of seconds that large overflows the float it is added to (a traceback), or
+    waits for ever; a body that large is no bound on memory."""
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({name: value})
+    assert str(caught.value) == f"{name} must be a whole number {accepted}, not {value!r}"
+    greatest = int(accepted.rsplit(" ", 1)[1])
+    assert getattr(Config.from_env({name: str(greatest)}), field) == greatest
+
+
+@pytest.mark.parametrize(
+    "name", ["GUNICORN_TIMEOUT", "GUNICORN_GRACEFUL_TIMEOUT", "GUNICORN_KEEPALIVE"]
+)
+def test_a_legacy_number_of_seconds_over_an_hour_is_refused(name):
+    """gunicorn adds each to the time, as a float: a huge one is its traceback."""
+    with pytest.raises(SystemExit) as caught:
+        legacy.settings({name: HUGE})
+    assert str(caught.value).startswith(f"plantstore: {name} must be a whole number from ")
+    assert str(caught.value).endswith(f" to 3600, not {HUGE!r}")
+    assert legacy.settings({name: "3600"}) == {legacy.VARIABLES[name][0]: 3600}

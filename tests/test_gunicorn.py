@@ -173,7 +173,10 @@ BAD_SETTINGS = {
         "{tmp}/missing",
         "PLANTSTORE_TOKENS_FILE cannot be read: {tmp}/missing: No such file or directory",
     ),
-    "PLANTSTORE_MAX_BODY_BYTES": ("0", f"PLANTSTORE_MAX_BODY_BYTES {WHOLE} of at least 1, not '0'"),
+    "PLANTSTORE_MAX_BODY_BYTES": (
+        "0",
+        f"PLANTSTORE_MAX_BODY_BYTES {WHOLE} from 1 to 16777216, not '0'",
+    ),
     "PLANTSTORE_CORS_ORIGINS": (
         "https://Shop.example/",
         "PLANTSTORE_CORS_ORIGINS must list origins as a browser sends them, scheme://host[:port] "
@@ -186,7 +189,7 @@ BAD_SETTINGS = {
         "PLANTSTORE_STORE names a SQLite file in {tmp}/missing, which is not a directory: "
         "make it first",
     ),
-    "PLANTSTORE_STORE_WAIT": ("-1", f"PLANTSTORE_STORE_WAIT {WHOLE} of at least 0, not '-1'"),
+    "PLANTSTORE_STORE_WAIT": ("-1", f"PLANTSTORE_STORE_WAIT {WHOLE} from 0 to 3600, not '-1'"),
     "PLANTSTORE_LOG_FORMAT": ("xml", "PLANTSTORE_LOG_FORMAT must be text or json, not 'xml'"),
     "PLANTSTORE_WEBHOOK_URLS": (
         "ftp://user:hunter2@shop.example/",
@@ -200,11 +203,11 @@ BAD_SETTINGS = {
     ),
     "PLANTSTORE_WEBHOOK_TIMEOUT": (
         "0",
-        f"PLANTSTORE_WEBHOOK_TIMEOUT {WHOLE} of at least 1, not '0'",
+        f"PLANTSTORE_WEBHOOK_TIMEOUT {WHOLE} from 1 to 300, not '0'",
     ),
     "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER": (
         "a day",
-        f"PLANTSTORE_WEBHOOK_GIVE_UP_AFTER {WHOLE} of at least 0, not 'a day'",
+        f"PLANTSTORE_WEBHOOK_GIVE_UP_AFTER {WHOLE} from 0 to 2592000, not 'a day'",
     ),
 }
 

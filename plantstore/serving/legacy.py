@@ -14,12 +14,17 @@ from plantstore.config import ConfigError, env_int
 MAX_REQUEST_LINE = 8190
 MAX_REQUEST_FIELDS = 32768
 
-#: Each variable: the setting it sets, gunicorn's flag for it, and the values 1.2 accepted.
+#: The most seconds a timeout may be: gunicorn adds it to the time as a float, which a huge one
+#: overflows, and an hour is longer than a worker, a stop or an idle connection should take.
+MAX_SECONDS = 3600
+
+#: Each variable: the setting it sets, gunicorn's flag for it, and the values 1.2 accepted
+#: (seconds, up to `MAX_SECONDS`).
 VARIABLES = {
     "GUNICORN_THREADS": ("threads", "--threads", 1, None),
-    "GUNICORN_TIMEOUT": ("timeout", "--timeout", 1, None),
-    "GUNICORN_GRACEFUL_TIMEOUT": ("graceful_timeout", "--graceful-timeout", 0, None),
-    "GUNICORN_KEEPALIVE": ("keepalive", "--keep-alive", 0, None),
+    "GUNICORN_TIMEOUT": ("timeout", "--timeout", 1, MAX_SECONDS),
+    "GUNICORN_GRACEFUL_TIMEOUT": ("graceful_timeout", "--graceful-timeout", 0, MAX_SECONDS),
+    "GUNICORN_KEEPALIVE": ("keepalive", "--keep-alive", 0, MAX_SECONDS),
     "GUNICORN_LIMIT_REQUEST_LINE": (
         "limit_request_line",
         "--limit-request-line",
