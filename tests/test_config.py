@@ -1,15 +1,17 @@
 """The settings as a start reads them: `Config.from_env`, and what `read_settings` checks of
-what they name (the tokens file, the subscribers); and 1.2's `GUNICORN_*` variables."""
+what they name (the tokens file, the subscribers); gunicorn's own variables, as `plantstore
+serve` checks them; and 1.2's `GUNICORN_*` variables."""
 
 import sys
 
 import pytest
+from gunicorn.config import Config as GunicornConfig
 from gunicorn.http import message
 
 from plantstore.api.token_file import read_tokens_file
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
 from plantstore.serving import legacy
-from plantstore.serving.settings import read_settings
+from plantstore.serving.settings import check_gunicorns_variables, read_settings
 from tests.gunicorn_server import ROOT
 
 
@@ -447,3 +449,67 @@ def test_a_legacy_number_of_seconds_over_an_hour_is_refused(name):
     assert str(caught.value).startswith(f"plantstore: {name} must be a whole number from ")
     assert str(caught.value).endswith(f" to 3600, not {HUGE!r}")
     assert legacy.settings({name: "3600"}) == {legacy.VARIABLES[name][0]: 3600}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "line"),
+    [
+        ("PORT", "99999", "PORT must be a whole number from 1 to 65535, not '99999'"),
+        ("PORT", "abc", "PORT must be a whole number from 1 to 65535, not 'abc'"),
+        ("PORT", "0", "PORT must be a whole number from 1 to 65535, not '0'"),
+        ("PORT", " ", "PORT must be a whole number from 1 to 65535, not ''"),
+        (
+            "WEB_CONCURRENCY",
+            "abc",
+            "WEB_CONCURRENCY must be a whole number of at least 1, not 'abc'",
+        ),
+        ("WEB_CONCURRENCY", "-1", "WEB_CONCURRENCY must be a whole number of at least 1, not '-1'"),
+        ("WEB_CONCURRENCY", "0", "WEB_CONCURRENCY must be a whole number of at least 1, not '0'"),
+        (
+            "FORWARDED_ALLOW_IPS",
+            "127.0.0.1,proxy.local",
+            "FORWARDED_ALLOW_IPS must list IP addresses or networks (10.0.0.0/8, without host "
+            "bits), separated by commas, or *: not 'proxy.local'",
+        ),
+        (
+            "FORWARDED_ALLOW_IPS",
+            "10.0.0.1/8",
+            "FORWARDED_ALLOW_IPS must list IP addresses or networks (10.0.0.0/8, without host "
+            "bits), separated by commas, or *: not '10.0.0.1/8'",
+        ),
+    ],
+)
+def test_gunicorns_own_variables_are_refused_naming_each(name, value, line):
+    """gunicorn reads them as it loads, and says what is wrong without naming the variable, or
+    with a traceback."""
+    with pytest.raises(ConfigError) as caught:
+        check_gunicorns_variables({name: value})
+    assert str(caught.value) == line
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "*",
+        " 10.0.0.0/8 , ::1,,192.168.1.1 ",
+        "*,10.0.0.1",
+        "2001:db8::/32",
+        "1.2.3.4, ,5.6.7.8",
+    ],
+)
+def test_forwarded_allow_ips_is_refused_exactly_when_gunicorn_refuses_it(value):
+    try:
+        GunicornConfig().set("forwarded_allow_ips", value)
+    except ValueError:
+        with pytest.raises(ConfigError):
+            check_gunicorns_variables({"FORWARDED_ALLOW_IPS": value})
+    else:
+        check_gunicorns_variables({"FORWARDED_ALLOW_IPS": value})
+
+
+def test_gunicorns_variables_unset_or_good_are_taken():
+    check_gunicorns_variables({})
+    check_gunicorns_variables(
+        {"PORT": "65535", "WEB_CONCURRENCY": " 4 ", "FORWARDED_ALLOW_IPS": "*"}
+    )

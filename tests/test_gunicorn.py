@@ -211,13 +211,21 @@ BAD_SETTINGS = {
     ),
 }
 
-#: gunicorn's own variables in the README's table: gunicorn reads each as it loads, and says
-#: what is wrong in its own words (the last of its lines).
+#: gunicorn's own variables in the README's table, a bad value of each, and the line that
+#: refuses it: `plantstore serve` checks them before gunicorn loads. `gunicorn -c` reads
+#: `WEB_CONCURRENCY` and `FORWARDED_ALLOW_IPS` as it loads, before gunicorn.conf.py, and
+#: refuses them in its own words; `PORT` it binds after the hooks check it.
 GUNICORNS_OWN = {
-    "PORT": ("abc", "Error: 'abc' is not a valid port number."),
-    "WEB_CONCURRENCY": ("-1", "Error: Value must be positive: -1"),
+    "PORT": ("99999", "plantstore: PORT must be a whole number from 1 to 65535, not '99999'", None),
+    "WEB_CONCURRENCY": (
+        "-1",
+        "plantstore: WEB_CONCURRENCY must be a whole number of at least 1, not '-1'",
+        "Error: Value must be positive: -1",
+    ),
     "FORWARDED_ALLOW_IPS": (
         "proxy.local",
+        "plantstore: FORWARDED_ALLOW_IPS must list IP addresses or networks (10.0.0.0/8, without "
+        "host bits), separated by commas, or *: not 'proxy.local'",
         "Error: 'proxy.local' does not appear to be an IPv4 or IPv6 network",
     ),
 }
@@ -271,7 +279,8 @@ def test_a_bad_setting_stops_either_start_with_one_line_naming_it(tmp_path, how,
     [
         ("PLANTSTORE_TOKENS", " , ", "PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token"),
         ("GUNICORN_THREADS", "lots", f"GUNICORN_THREADS {WHOLE} of at least 1, not 'lots'"),
-        ("WEB_CONCURRENCY", "0", "gunicorn's workers must be at least 1, not 0"),
+        ("WEB_CONCURRENCY", "0", f"WEB_CONCURRENCY {WHOLE} of at least 1, not '0'"),
+        ("GUNICORN_CMD_ARGS", "--workers 0", "gunicorn's workers must be at least 1, not 0"),
     ],
 )
 def test_other_bad_values_stop_the_start_with_one_line_too(tmp_path, name, value, line):
@@ -293,12 +302,19 @@ def test_a_bad_line_in_the_tokens_file_stops_the_start_naming_the_file_and_line(
 
 @pytest.mark.parametrize("how", STARTS)
 @pytest.mark.parametrize(
-    ("name", "value", "words"), [(n, *v) for n, v in GUNICORNS_OWN.items()], ids=list(GUNICORNS_OWN)
+    ("name", "value", "ours", "gunicorns"),
+    [(n, *v) for n, v in GUNICORNS_OWN.items()],
+    ids=list(GUNICORNS_OWN),
 )
-def test_gunicorns_own_variables_stop_either_start_in_its_words(tmp_path, how, name, value, words):
+def test_gunicorns_own_variables_stop_either_start_with_one_line(
+    tmp_path, how, name, value, ours, gunicorns
+):
     result = start(tmp_path, how, **{name: value})
     assert result.returncode != 0
-    assert result.stderr.strip().splitlines()[-1] == words
+    if how == "plantstore serve" or gunicorns is None:
+        assert own_lines(result) == [ours]
+    else:
+        assert result.stderr.strip().splitlines()[-1] == gunicorns
 
 
 def test_an_unknown_store_stops_the_start_with_one_line_naming_it():

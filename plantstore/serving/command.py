@@ -11,7 +11,12 @@ from plantstore.config import ConfigError, env_int, store_kind
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.serving import run_token
 from plantstore.serving.hooks import default_workers
-from plantstore.serving.settings import check_workers, read_settings, unreachable
+from plantstore.serving.settings import (
+    check_gunicorns_variables,
+    check_workers,
+    read_settings,
+    unreachable,
+)
 from plantstore.stores import open_store, prepare_store
 
 #: The checkout's gunicorn.conf.py, which the package holds too: `plantstore serve` runs it.
@@ -23,7 +28,12 @@ def serve(arguments: list[str]) -> None:
     runs it from the checkout: gunicorn's flags and `GUNICORN_CMD_ARGS` work as they always do.
 
     The process is replaced, not forked: a service manager's signals reach gunicorn's master.
+    The variables gunicorn reads as it loads are checked first, for a line that names a bad one.
     """
+    try:
+        check_gunicorns_variables()
+    except ConfigError as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
     command = [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_CONF), *arguments]
     os.execv(sys.executable, command)
 
@@ -51,6 +61,7 @@ def check() -> None:
     logging.getLogger().addHandler(logging.NullHandler())
     try:
         config = read_settings()
+        check_gunicorns_variables()
         workers = default_workers(os.environ)
         check_workers(config, env_int(os.environ, "WEB_CONCURRENCY", workers, 1, blank_ok=False))
         prepare_store(config.store_url, config.store_wait)

@@ -18,7 +18,12 @@ from plantstore.config import Config, ConfigError, store_kind
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.operations.logs import current_request_id
 from plantstore.serving import run_token
-from plantstore.serving.settings import check_workers, read_settings, unreachable
+from plantstore.serving.settings import (
+    check_gunicorns_variables,
+    check_workers,
+    read_settings,
+    unreachable,
+)
 from plantstore.stores import prepare_store
 from plantstore.webhooks.subscribers import subscriber
 
@@ -45,12 +50,13 @@ def on_starting(server):
     """Stop the start, with one line, on what would make every worker fail.
 
     A bad setting, a second worker for the memory store (each would keep its own dict). A
-    database store is reached, and its schema brought up to date, here: a database newer than
-    this code stops the start, and so does a SQLite file that is not a database or cannot be
-    opened, and a store that cannot be reached within `PLANTSTORE_STORE_WAIT` seconds (the line
-    says why). Once started, a store lost is the workers' to wait for (503 meanwhile). Every
-    worker answers only for the SQLite file opened here: a file put in its place while the
-    service runs is refused.
+    `PORT` gunicorn would fail to bind (`WEB_CONCURRENCY` and `FORWARDED_ALLOW_IPS` it refused
+    before this runs). A database store is reached, and its schema brought up to date, here: a
+    database newer than this code stops the start, and so does a SQLite file that is not a
+    database or cannot be opened, and a store that cannot be reached within
+    `PLANTSTORE_STORE_WAIT` seconds (the line says why). Once started, a store lost is the
+    workers' to wait for (503 meanwhile). Every worker answers only for the SQLite file opened
+    here: a file put in its place while the service runs is refused.
     """
     if server.cfg.preload_app and server.cfg.workers > 1:
         # Loaded in the master, the app would import prometheus_client before `when_ready` named
@@ -62,6 +68,7 @@ def on_starting(server):
     global _started_with
     config = _checked_settings()
     try:
+        check_gunicorns_variables()
         check_workers(config, server.cfg.workers)
         _started_with = prepare_store(config.store_url, config.store_wait)
     except StoreUnavailable as ex:

@@ -6,11 +6,12 @@ one line. A worker reads the environment alone: one started while the tokens fil
 serves, with the tokens it can read (`plantstore.api.tokens.Tokens`).
 """
 
+import ipaddress
 import os
 from collections.abc import Mapping
 
 from plantstore.api.token_file import read_tokens_file
-from plantstore.config import Config, ConfigError
+from plantstore.config import Config, ConfigError, env_int
 from plantstore.core.events import subscriber_key
 
 
@@ -36,6 +37,27 @@ def _check_subscribers(urls: tuple[str, ...]) -> None:
                 f"PLANTSTORE_WEBHOOK_URLS must list each subscriber once: URL {number} is URL "
                 f"{first} again (if only with another user or password)"
             )
+
+
+def check_gunicorns_variables(environ: Mapping[str, str] = os.environ) -> None:
+    """Refuse a bad `PORT`, `WEB_CONCURRENCY` or `FORWARDED_ALLOW_IPS`, naming it.
+
+    gunicorn reads them itself as it loads, and refuses a bad one in words that do not name it,
+    or with a traceback (a `WEB_CONCURRENCY` that is not a number, a `PORT` over 65535 once it
+    binds); so `plantstore serve` checks them first, as gunicorn's validators would take them.
+    """
+    env_int(environ, "PORT", 0, 1, 65535, blank_ok=False)
+    env_int(environ, "WEB_CONCURRENCY", 1, 1, blank_ok=False)
+    raw = environ.get("FORWARDED_ALLOW_IPS", "").strip()
+    for entry in (part.strip() for part in raw.split(",") if part):
+        try:
+            if entry != "*":
+                ipaddress.ip_network(entry)
+        except ValueError:
+            raise ConfigError(
+                "FORWARDED_ALLOW_IPS must list IP addresses or networks (10.0.0.0/8, without "
+                f"host bits), separated by commas, or *: not {entry!r}"
+            ) from None
 
 
 def check_workers(config: Config, workers: int) -> None:
