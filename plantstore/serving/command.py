@@ -16,6 +16,7 @@ from plantstore.serving.settings import (
     check_workers,
     read_settings,
     unreachable,
+    waiting,
 )
 from plantstore.stores import open_store, prepare_store
 
@@ -54,8 +55,8 @@ def check() -> None:
     """Read every setting and reach the store: open it, ask it whether a write can succeed.
 
     It refuses what a start would refuse, a second worker for the memory store included, and
-    waits for the store as a start does. Says which kind of store is ready, never its URL, which
-    may hold a password.
+    waits for the store as a start does, saying so on stderr. Says which kind of store is ready,
+    never its URL, which may hold a password.
     """
     # A library's own warnings (psycopg's pool retrying) would add lines to the one answer.
     logging.getLogger().addHandler(logging.NullHandler())
@@ -64,7 +65,11 @@ def check() -> None:
         check_gunicorns_variables()
         workers = default_workers(os.environ)
         check_workers(config, env_int(os.environ, "WEB_CONCURRENCY", workers, 1, blank_ok=False))
-        prepare_store(config.store_url, config.store_wait)
+        prepare_store(
+            config.store_url,
+            config.store_wait,
+            on_waiting=lambda ex: print(waiting(config, ex), file=sys.stderr, flush=True),
+        )
     except StoreUnavailable as ex:
         raise SystemExit(f"plantstore: {unreachable(config, ex)}") from None
     except (ConfigError, StoreUnusable, SchemaTooNew) as ex:

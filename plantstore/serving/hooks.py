@@ -23,6 +23,7 @@ from plantstore.serving.settings import (
     check_workers,
     read_settings,
     unreachable,
+    waiting,
 )
 from plantstore.stores import prepare_store
 from plantstore.webhooks.subscribers import subscriber
@@ -54,9 +55,9 @@ def on_starting(server):
     before this runs). A database store is reached, and its schema brought up to date, here: a
     database newer than this code stops the start, and so does a SQLite file that is not a
     database or cannot be opened, and a store that cannot be reached within
-    `PLANTSTORE_STORE_WAIT` seconds (the line says why). Once started, a store lost is the
-    workers' to wait for (503 meanwhile). Every worker answers only for the SQLite file opened
-    here: a file put in its place while the service runs is refused.
+    `PLANTSTORE_STORE_WAIT` seconds (the line says why; the log says once that it waits). Once
+    started, a store lost is the workers' to wait for (503 meanwhile). Every worker answers only
+    for the SQLite file opened here: a file put in its place while the service runs is refused.
     """
     if server.cfg.preload_app and server.cfg.workers > 1:
         # Loaded in the master, the app would import prometheus_client before `when_ready` named
@@ -70,7 +71,11 @@ def on_starting(server):
     try:
         check_gunicorns_variables()
         check_workers(config, server.cfg.workers)
-        _started_with = prepare_store(config.store_url, config.store_wait)
+        _started_with = prepare_store(
+            config.store_url,
+            config.store_wait,
+            on_waiting=lambda ex: server.log.warning("%s", waiting(config, ex)),
+        )
     except StoreUnavailable as ex:
         raise SystemExit(f"plantstore: {unreachable(config, ex)}") from None
     except (ConfigError, SchemaTooNew, StoreUnusable) as ex:

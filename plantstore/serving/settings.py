@@ -78,3 +78,11 @@ def unreachable(config: Config, ex: Exception) -> str:
         f"PLANTSTORE_STORE could not be reached within {config.store_wait} s "
         f"(PLANTSTORE_STORE_WAIT): {ex}"
     )
+
+
+def waiting(config: Config, ex: Exception) -> str:
+    """Say, once, that a start waits for the store it names, why, and for how long at most."""
+    return (
+        f"plantstore: waiting up to {config.store_wait} s (PLANTSTORE_STORE_WAIT) for "
+        f"PLANTSTORE_STORE, which cannot be reached yet: {ex}"
+    )
