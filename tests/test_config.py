@@ -2,6 +2,7 @@
 what they name (the tokens file, the subscribers); gunicorn's own variables, as `plantstore
 serve` checks them; and 1.2's `GUNICORN_*` variables."""
 
+import json
 import sys
 
 import pytest
@@ -449,6 +450,18 @@ def test_a_legacy_number_of_seconds_over_an_hour_is_refused(name):
     assert str(caught.value).startswith(f"plantstore: {name} must be a whole number from ")
     assert str(caught.value).endswith(f" to 3600, not {HUGE!r}")
     assert legacy.settings({name: "3600"}) == {legacy.VARIABLES[name][0]: 3600}
+
+
+def test_with_json_logs_the_legacy_variables_warning_is_one_object_as_the_error_log_writes(capsys):
+    legacy.settings({"GUNICORN_THREADS": "4", "PLANTSTORE_LOG_FORMAT": " json "})
+    out, err = capsys.readouterr()
+    (line,) = err.splitlines()
+    entry = json.loads(line)
+    assert out == ""
+    assert entry.keys() == {"time", "level", "logger", "process", "request_id", "message"}
+    assert (entry["level"], entry["request_id"]) == ("WARNING", None)
+    assert entry["message"].startswith("plantstore: the GUNICORN_* variables go after 1.3;")
+    assert entry["message"].endswith("GUNICORN_THREADS by --threads")
 
 
 @pytest.mark.parametrize(

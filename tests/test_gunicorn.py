@@ -629,6 +629,16 @@ def test_with_json_logs_every_line_of_both_logs_is_one_object_and_no_token_is_in
     assert any(entry["message"].startswith("Booting worker") for entry in errors)
 
 
+def test_with_json_logs_the_legacy_variables_warning_is_one_object_too():
+    """gunicorn.conf.py warns of the `GUNICORN_*` variables before gunicorn's log is set up."""
+    result = run_gunicorn("--check-config", GUNICORN_THREADS="4", PLANTSTORE_LOG_FORMAT="json")
+    assert result.returncode == 0, result.stderr
+    (entry,) = [json.loads(line) for line in result.stderr.splitlines()]
+    assert entry.keys() == ERROR_KEYS
+    assert entry["level"] == "WARNING"
+    assert entry["message"].startswith("plantstore: the GUNICORN_* variables go after 1.3")
+
+
 def test_a_stop_right_after_the_start_ends_at_once(tmp_path):
     """A worker ignores a SIGTERM until it installs its own handlers, after `post_fork`: the
     hook opens nothing, so a stop that comes as the workers boot is not kept waiting for

@@ -4,10 +4,12 @@ Each sets a gunicorn setting, which gunicorn takes on its command line or in
 `GUNICORN_CMD_ARGS` now: those still win over these, as they won over the variables before.
 """
 
+import logging
 import sys
 from collections.abc import Mapping
 
 from plantstore.config import ConfigError, env_int
+from plantstore.operations.logs import JsonFormatter, json_lines
 
 #: The longest request line and the most header fields gunicorn honours: it silently takes a
 #: larger setting as these (`gunicorn.http.message.MAX_REQUEST_LINE`, `MAX_HEADERS`).
@@ -49,7 +51,9 @@ VARIABLES = {
 def settings(environ: Mapping[str, str]) -> dict[str, int]:
     """The gunicorn settings the variables set in `environ` ask for.
 
-    Each set is named in one warning line on stderr, with the flag that replaces it.
+    Each set is named in one warning line on stderr, with the flag that replaces it: one JSON
+    object, as the error log writes it, with `PLANTSTORE_LOG_FORMAT=json`. gunicorn reads this
+    before its log is set up, so the line is written here.
 
     Raises:
         SystemExit: one of them is not a number it accepts, said in one line as 1.2 said it.
@@ -64,9 +68,17 @@ def settings(environ: Mapping[str, str]) -> dict[str, int]:
         raise SystemExit(f"plantstore: {ex}") from None
     if found:
         replaced = ", ".join(f"{name} by {flag}" for name, (_, flag, _, _) in found.items())
-        print(
+        _warn(
             "plantstore: the GUNICORN_* variables go after 1.3; put gunicorn's own flags in "
             f"GUNICORN_CMD_ARGS or on its command line instead: {replaced}",
-            file=sys.stderr,
+            environ,
         )
     return taken
+
+
+def _warn(message: str, environ: Mapping[str, str]) -> None:
+    """Write `message` on stderr as a warning of the error log's format."""
+    if json_lines(environ):
+        record = logging.LogRecord(__name__, logging.WARNING, __file__, 0, message, None, None)
+        message = JsonFormatter().format(record)
+    print(message, file=sys.stderr)
