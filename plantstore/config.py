@@ -35,6 +35,14 @@ DEFAULT_FEED_WAITS = DEFAULT_THREADS // 4
 DEFAULT_WEBHOOK_TIMEOUT = 5
 #: Seconds after an event's creation after which a failing delivery is given up: a day.
 DEFAULT_WEBHOOK_GIVE_UP_AFTER = 86400
+#: Each number's default, least and greatest value: docs/configuration.md says why each.
+NUMBERS = {
+    "PLANTSTORE_MAX_BODY_BYTES": (DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024),
+    "PLANTSTORE_STORE_WAIT": (DEFAULT_STORE_WAIT, 0, 3600),
+    "PLANTSTORE_WEBHOOK_TIMEOUT": (DEFAULT_WEBHOOK_TIMEOUT, 1, 300),
+    "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER": (DEFAULT_WEBHOOK_GIVE_UP_AFTER, 0, 30 * 86400),
+    "PLANTSTORE_EVENTS_RETENTION": (DEFAULT_EVENTS_RETENTION, 60, 366 * 86400),
+}
 #: How the Standard Webhooks specification writes a secret: this prefix, then base64.
 WEBHOOK_SECRET_PREFIX = "whsec_"
 LOG_FORMATS = ("text", "json")
@@ -118,13 +126,7 @@ def _read_store(environ: Mapping[str, str]) -> str:
     url = environ.get("PLANTSTORE_STORE", "").strip() or DEFAULT_STORE
     kind = store_kind(url)
     if kind == "postgresql":
-        try:
-            import psycopg_pool  # noqa: F401
-        except ImportError:
-            raise ConfigError(
-                "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's "
-                "root, pip install '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
-            ) from None
+        _check_postgresql_url(url)
     if kind == "sqlite":
         directory = Path(url.removeprefix("sqlite:///")).parent
         if not directory.is_dir():
@@ -135,6 +137,37 @@ def _read_store(environ: Mapping[str, str]) -> str:
     if kind:
         return url
     raise ConfigError(f"PLANTSTORE_STORE must be {STORE_FORMS}")
+
+
+def _check_postgresql_url(url: str) -> None:
+    """Refuse a URL libpq cannot read, or reads with a password's rest (after a `@` or `/` in
+    it) as the host, port or database it names; quoting none of it, as libpq's words would."""
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "PLANTSTORE_STORE names PostgreSQL, which needs psycopg: from the project's "
+            "root, pip install '.[postgres]', or pip install 'psycopg[binary,pool]>=3.2'"
+        ) from None
+    base = url.partition("?")[0]
+    unreadable = []
+    for text in (base, url):
+        try:
+            psycopg.conninfo.conninfo_to_dict(text)
+        except psycopg.Error:
+            unreadable.append(text)
+    if re.search(r"%(?![0-9A-Fa-f]{2})|%00", url):
+        problem = "has a % that is not % and two hex digits (or is %00): write % as %25"
+    elif base in unreadable:
+        problem = "is not a URL that libpq can read: postgresql://user:password@host:port/dbname"
+    elif unreadable:
+        problem = "has a query parameter that libpq does not know, or not as parameter=value"
+    elif re.match(r"[^@/]*[@/][^?]*@", url.partition("://")[2]):  # a password ends at @ or /
+        problem = "has a @ or / in its user or password: write @ as %40 and / as %2F"
+    else:
+        return
+    raise ConfigError(f"PLANTSTORE_STORE {problem}")
 
 
 def _read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -261,28 +294,21 @@ class Config:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
         webhook_urls = _read_webhook_urls(environ)
+        number = {name: env_int(environ, name, *bounds) for name, bounds in NUMBERS.items()}
         return cls(
             tokens=_read_tokens(environ),
             tokens_file=environ.get("PLANTSTORE_TOKENS_FILE") or None,
-            max_body_bytes=env_int(
-                environ, "PLANTSTORE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1
-            ),
+            max_body_bytes=number["PLANTSTORE_MAX_BODY_BYTES"],
             store_url=_read_store(environ),
-            store_wait=env_int(environ, "PLANTSTORE_STORE_WAIT", DEFAULT_STORE_WAIT),
+            store_wait=number["PLANTSTORE_STORE_WAIT"],
             cors_origins=_read_cors_origins(environ),
             metrics_public=_read_flag(environ, "PLANTSTORE_METRICS_PUBLIC"),
             webhook_urls=webhook_urls,
             webhook_secret=_read_webhook_secret(environ, webhook_urls),
-            webhook_timeout=env_int(
-                environ, "PLANTSTORE_WEBHOOK_TIMEOUT", DEFAULT_WEBHOOK_TIMEOUT, minimum=1
-            ),
-            webhook_give_up_after=env_int(
-                environ, "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER", DEFAULT_WEBHOOK_GIVE_UP_AFTER
-            ),
+            webhook_timeout=number["PLANTSTORE_WEBHOOK_TIMEOUT"],
+            webhook_give_up_after=number["PLANTSTORE_WEBHOOK_GIVE_UP_AFTER"],
             log_format=_read_log_format(environ),
-            events_retention=env_int(
-                environ, "PLANTSTORE_EVENTS_RETENTION", DEFAULT_EVENTS_RETENTION, minimum=60
-            ),
+            events_retention=number["PLANTSTORE_EVENTS_RETENTION"],
         )
 
     @property

@@ -16,6 +16,7 @@ from plantstore.runtime import Runtime
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.postgres_server import EXTERNAL_URL_VARIABLE, PostgresServer, find_bindir
+from tests.settled import settled
 from tests.webhook_receiver import WebhookReceiver
 
 TOKEN = "test-token-1"
@@ -243,12 +244,9 @@ def store_url(request):
 
 @pytest.fixture
 def any_store(store_url):
-    """Each kind of store in turn, opened as the service opens it."""
-    opened = open_store(store_url)
-    # The PostgreSQL pool makes its first connection on a thread of its own and draws on the
-    # `random` module as it does: during a property test, hypothesis would take that for a
-    # strategy using `random`. A first call waits for that connection.
-    opened.get(0)
+    """Each kind of store in turn, opened as the service opens it, for property tests too: its
+    pool makes no connection while hypothesis draws (`settled`)."""
+    opened = settled(open_store(store_url))
     yield opened
     opened.close()
 

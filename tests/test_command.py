@@ -122,7 +122,8 @@ def test_check_stops_at_a_bad_setting_with_its_one_line(tmp_path):
     assert (result.returncode, result.stdout, result.stderr) == (
         1,
         "",
-        "plantstore: PLANTSTORE_MAX_BODY_BYTES must be a whole number of at least 1, not 'lots'\n",
+        "plantstore: PLANTSTORE_MAX_BODY_BYTES must be a whole number from 1 to 16777216, "
+        "not 'lots'\n",
     )
 
 
@@ -181,3 +182,74 @@ def test_a_start_that_cannot_bind_says_what_the_readme_explains_and_leaves_nothi
     assert all(words in result.stderr for words in said), result.stderr
     troubleshooting = README.split("\n## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
     assert "- **`Connection in use`, then `Can't connect to`**: " in troubleshooting
+
+
+PASSWORD = "hunter2"
+MALFORMED_URLS = {
+    "bad escape": (
+        f"postgresql://plantstore:{PASSWORD}%ZZ@127.0.0.1:1/plants",
+        "has a % that is not % and two hex digits (or is %00): write % as %25",
+    ),
+    "unknown parameter": (
+        f"postgresql://plantstore:{PASSWORD}@127.0.0.1:1/plants?sslmod=require",
+        "has a query parameter that libpq does not know, or not as parameter=value",
+    ),
+    "@ in the password": (
+        f"postgresql://plantstore:{PASSWORD}@x@nohost.invalid/plants",
+        "has a @ or / in its user or password: write @ as %40 and / as %2F",
+    ),
+}
+
+
+@pytest.mark.parametrize("command", ["check", "serve"])
+@pytest.mark.parametrize(("url", "problem"), MALFORMED_URLS.values(), ids=list(MALFORMED_URLS))
+def test_a_postgresql_url_libpq_cannot_read_stops_check_and_serve_with_one_line(
+    tmp_path, command, url, problem
+):
+    """Not libpq's words, which quote the password, in a traceback."""
+    bind = ["--bind=127.0.0.1:0"] if command == "serve" else []
+    result = run([PLANTSTORE, command, *bind], tmp_path, PLANTSTORE_STORE=url)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if "[gunicorn.error] [INFO]" not in line]
+    assert lines == [f"plantstore: PLANTSTORE_STORE {problem}"]
+    assert PASSWORD not in result.stdout + result.stderr
+
+
+#: A bad value of each variable gunicorn reads itself as it loads, and the line that says so.
+GUNICORNS_VARIABLES = {
+    "PORT": [("99999", "from 1 to 65535"), ("abc", "from 1 to 65535")],
+    "WEB_CONCURRENCY": [("abc", "of at least 1"), ("-1", "of at least 1")],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "accepted"),
+    [(name, *bad) for name, values in GUNICORNS_VARIABLES.items() for bad in values],
+)
+def test_serve_refuses_a_bad_port_or_web_concurrency_naming_it(tmp_path, name, value, accepted):
+    """gunicorn would end in its traceback (`PORT=99999`, `WEB_CONCURRENCY=abc`), or in words
+    that do not name the variable."""
+    result = run([PLANTSTORE, "serve"], tmp_path, **{name: value})
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1,
+        "",
+        f"plantstore: {name} must be a whole number {accepted}, not {value!r}\n",
+    )
+
+
+def test_serve_refuses_a_forwarded_allow_ips_gunicorn_would_refuse_naming_it(tmp_path):
+    result = run([PLANTSTORE, "serve"], tmp_path, FORWARDED_ALLOW_IPS="127.0.0.1,proxy.local")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1,
+        "",
+        "plantstore: FORWARDED_ALLOW_IPS must list IP addresses or networks (10.0.0.0/8, "
+        "without host bits), separated by commas, or *: not 'proxy.local'\n",
+    )
+
+
+def test_check_refuses_what_serve_refuses_of_gunicorns_variables(tmp_path):
+    result = run([PLANTSTORE, "check"], tmp_path, PORT="99999")
+    assert (result.returncode, result.stderr) == (
+        1,
+        "plantstore: PORT must be a whole number from 1 to 65535, not '99999'\n",
+    )

@@ -1,16 +1,23 @@
 """The settings as a start reads them: `Config.from_env`, and what `read_settings` checks of
-what they name (the tokens file, the subscribers); and 1.2's `GUNICORN_*` variables."""
+what they name (the tokens file, the subscribers); gunicorn's own variables, as `plantstore
+serve` checks them; and 1.2's `GUNICORN_*` variables."""
 
 import hashlib
+import json
 import sys
 
 import pytest
+from gunicorn.config import Config as GunicornConfig
 from gunicorn.http import message
 
 from plantstore.api.token_file import read_tokens_file
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
 from plantstore.serving import legacy
-from plantstore.serving.settings import exposed_tokens_warning, read_settings
+from plantstore.serving.settings import (
+    check_gunicorns_variables,
+    exposed_tokens_warning,
+    read_settings,
+)
 from tests.gunicorn_server import ROOT
 
 
@@ -66,7 +73,7 @@ def test_max_body_bytes_is_read():
     ("environ", "complaint"),
     [
         ({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_MAX_BODY_BYTES": "lots"}, "whole number"),
-        ({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_MAX_BODY_BYTES": "0"}, "at least 1"),
+        ({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_MAX_BODY_BYTES": "0"}, "from 1 to"),
         ({"PLANTSTORE_TOKENS": " , "}, "no token"),
         ({"PLANTSTORE_TOKENS": "a b"}, "printable ASCII"),
         ({"PLANTSTORE_TOKENS": "tök€n"}, "printable ASCII"),
@@ -398,3 +405,183 @@ def test_the_webhook_secret_is_not_in_the_configs_repr():
     )
     assert config.webhook_secret == SECRET
     assert SECRET.removeprefix("whsec_") not in repr(config)
+
+
+PASSWORD = "hunter2"
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        (
+            f"postgresql://plantstore:{PASSWORD}%ZZ@db.example/plants",
+            "has a % that is not % and two hex digits (or is %00): write % as %25",
+        ),
+        (
+            f"postgresql://plantstore:{PASSWORD}%@db.example/plants",
+            "has a % that is not % and two hex digits (or is %00): write % as %25",
+        ),
+        (
+            f"postgresql://plantstore:{PASSWORD}%00@db.example/plants",
+            "has a % that is not % and two hex digits (or is %00): write % as %25",
+        ),
+        (
+            f"postgresql://plantstore:{PASSWORD}@db.example/plants?sslmod=require",
+            "has a query parameter that libpq does not know, or not as parameter=value",
+        ),
+        (
+            f"postgresql://plantstore@db.example/plants?{PASSWORD}",
+            "has a query parameter that libpq does not know, or not as parameter=value",
+        ),
+        (
+            f"postgresql://plantstore:{PASSWORD}@[::1/plants?sslmode=require",
+            "is not a URL that libpq can read: postgresql://user:password@host:port/dbname",
+        ),
+        (
+            "postgresql://plantstore:hunt@er2@nohost.invalid/plants",
+            "has a @ or / in its user or password: write @ as %40 and / as %2F",
+        ),
+        (
+            "postgresql://plantstore:hunt/er2@nohost.invalid/plants",
+            "has a @ or / in its user or password: write @ as %40 and / as %2F",
+        ),
+        (
+            "postgresql://plantstore:hunt?er@2@nohost.invalid/plants",
+            "has a @ or / in its user or password: write @ as %40 and / as %2F",
+        ),
+    ],
+    ids=["bad escape", "lone %", "%00", "unknown parameter", "no =", "bad host", "@", "/", "?@"],
+)
+def test_a_postgresql_url_libpq_cannot_read_is_refused_without_its_password(url, problem):
+    """libpq's own words quote the password around a bad escape; a second `@`, or a `/`, of a
+    password puts its rest where libpq's messages name it (the host `er2@nohost.invalid`)."""
+    with pytest.raises(ConfigError) as caught:
+        read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url})
+    assert str(caught.value) == f"PLANTSTORE_STORE {problem}"
+    assert "hunt" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://plantstore:hunter%402@db.example:5432/plants?sslmode=require",
+        "postgresql://plantstore:hun%2Fter%25@db.example/plants",
+        "postgresql://plantstore:hun?ter2@db.example/plants",
+        "postgresql://plantstore@db.example/plants?user=plantstore@corp&connect_timeout=5",
+        "postgresql://db-1,db-2:5433/plants?target_session_attrs=read-write",
+        "postgresql:///plants?host=/var/run/postgresql",
+    ],
+)
+def test_a_postgresql_url_libpq_reads_whole_is_taken(url):
+    assert read_settings({"PLANTSTORE_TOKENS": "a", "PLANTSTORE_STORE": url}).store_url == url
+
+
+HUGE = "1" + "0" * 400
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "accepted"),
+    [
+        ("PLANTSTORE_MAX_BODY_BYTES", "max_body_bytes", "from 1 to 16777216"),
+        ("PLANTSTORE_STORE_WAIT", "store_wait", "from 0 to 3600"),
+        ("PLANTSTORE_WEBHOOK_TIMEOUT", "webhook_timeout", "from 1 to 300"),
+        ("PLANTSTORE_WEBHOOK_GIVE_UP_AFTER", "webhook_give_up_after", "from 0 to 2592000"),
+    ],
+)
+@pytest.mark.parametrize("value", [HUGE, str(10**20)], ids=["overflows a float", "for ever"])
+def test_every_number_has_a_bound_a_huge_value_is_refused_by(name, field, accepted, value):
+    """A number of seconds that large overflows the float it is added to (a traceback), or
+    waits for ever; a body that large is no bound on memory."""
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({name: value})
+    assert str(caught.value) == f"{name} must be a whole number {accepted}, not {value!r}"
+    greatest = int(accepted.rsplit(" ", 1)[1])
+    assert getattr(Config.from_env({name: str(greatest)}), field) == greatest
+
+
+@pytest.mark.parametrize(
+    "name", ["GUNICORN_TIMEOUT", "GUNICORN_GRACEFUL_TIMEOUT", "GUNICORN_KEEPALIVE"]
+)
+def test_a_legacy_number_of_seconds_over_an_hour_is_refused(name):
+    """gunicorn adds each to the time, as a float: a huge one is its traceback."""
+    with pytest.raises(SystemExit) as caught:
+        legacy.settings({name: HUGE})
+    assert str(caught.value).startswith(f"plantstore: {name} must be a whole number from ")
+    assert str(caught.value).endswith(f" to 3600, not {HUGE!r}")
+    assert legacy.settings({name: "3600"}) == {legacy.VARIABLES[name][0]: 3600}
+
+
+def test_with_json_logs_the_legacy_variables_warning_is_one_object_as_the_error_log_writes(capsys):
+    legacy.settings({"GUNICORN_THREADS": "4", "PLANTSTORE_LOG_FORMAT": " json "})
+    out, err = capsys.readouterr()
+    (line,) = err.splitlines()
+    entry = json.loads(line)
+    assert out == ""
+    assert entry.keys() == {"time", "level", "logger", "process", "request_id", "message"}
+    assert (entry["level"], entry["request_id"]) == ("WARNING", None)
+    assert entry["message"].startswith("plantstore: the GUNICORN_* variables go after 1.3;")
+    assert entry["message"].endswith("GUNICORN_THREADS by --threads")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "line"),
+    [
+        ("PORT", "99999", "PORT must be a whole number from 1 to 65535, not '99999'"),
+        ("PORT", "abc", "PORT must be a whole number from 1 to 65535, not 'abc'"),
+        ("PORT", "0", "PORT must be a whole number from 1 to 65535, not '0'"),
+        ("PORT", " ", "PORT must be a whole number from 1 to 65535, not ''"),
+        (
+            "WEB_CONCURRENCY",
+            "abc",
+            "WEB_CONCURRENCY must be a whole number of at least 1, not 'abc'",
+        ),
+        ("WEB_CONCURRENCY", "-1", "WEB_CONCURRENCY must be a whole number of at least 1, not '-1'"),
+        ("WEB_CONCURRENCY", "0", "WEB_CONCURRENCY must be a whole number of at least 1, not '0'"),
+        (
+            "FORWARDED_ALLOW_IPS",
+            "127.0.0.1,proxy.local",
+            "FORWARDED_ALLOW_IPS must list IP addresses or networks (10.0.0.0/8, without host "
+            "bits), separated by commas, or *: not 'proxy.local'",
+        ),
+        (
+            "FORWARDED_ALLOW_IPS",
+            "10.0.0.1/8",
+            "FORWARDED_ALLOW_IPS must list IP addresses or networks (10.0.0.0/8, without host "
+            "bits), separated by commas, or *: not '10.0.0.1/8'",
+        ),
+    ],
+)
+def test_gunicorns_own_variables_are_refused_naming_each(name, value, line):
+    """gunicorn reads them as it loads, and says what is wrong without naming the variable, or
+    with a traceback."""
+    with pytest.raises(ConfigError) as caught:
+        check_gunicorns_variables({name: value})
+    assert str(caught.value) == line
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "*",
+        " 10.0.0.0/8 , ::1,,192.168.1.1 ",
+        "*,10.0.0.1",
+        "2001:db8::/32",
+        "1.2.3.4, ,5.6.7.8",
+    ],
+)
+def test_forwarded_allow_ips_is_refused_exactly_when_gunicorn_refuses_it(value):
+    try:
+        GunicornConfig().set("forwarded_allow_ips", value)
+    except ValueError:
+        with pytest.raises(ConfigError):
+            check_gunicorns_variables({"FORWARDED_ALLOW_IPS": value})
+    else:
+        check_gunicorns_variables({"FORWARDED_ALLOW_IPS": value})
+
+
+def test_gunicorns_variables_unset_or_good_are_taken():
+    check_gunicorns_variables({})
+    check_gunicorns_variables(
+        {"PORT": "65535", "WEB_CONCURRENCY": " 4 ", "FORWARDED_ALLOW_IPS": "*"}
+    )

@@ -176,7 +176,10 @@ BAD_SETTINGS = {
         "{tmp}/missing",
         "PLANTSTORE_TOKENS_FILE cannot be read: {tmp}/missing: No such file or directory",
     ),
-    "PLANTSTORE_MAX_BODY_BYTES": ("0", f"PLANTSTORE_MAX_BODY_BYTES {WHOLE} of at least 1, not '0'"),
+    "PLANTSTORE_MAX_BODY_BYTES": (
+        "0",
+        f"PLANTSTORE_MAX_BODY_BYTES {WHOLE} from 1 to 16777216, not '0'",
+    ),
     "PLANTSTORE_CORS_ORIGINS": (
         "https://Shop.example/",
         "PLANTSTORE_CORS_ORIGINS must list origins as a browser sends them, scheme://host[:port] "
@@ -189,7 +192,7 @@ BAD_SETTINGS = {
         "PLANTSTORE_STORE names a SQLite file in {tmp}/missing, which is not a directory: "
         "make it first",
     ),
-    "PLANTSTORE_STORE_WAIT": ("-1", f"PLANTSTORE_STORE_WAIT {WHOLE} of at least 0, not '-1'"),
+    "PLANTSTORE_STORE_WAIT": ("-1", f"PLANTSTORE_STORE_WAIT {WHOLE} from 0 to 3600, not '-1'"),
     "PLANTSTORE_LOG_FORMAT": ("xml", "PLANTSTORE_LOG_FORMAT must be text or json, not 'xml'"),
     "PLANTSTORE_WEBHOOK_URLS": (
         "ftp://user:hunter2@shop.example/",
@@ -203,21 +206,29 @@ BAD_SETTINGS = {
     ),
     "PLANTSTORE_WEBHOOK_TIMEOUT": (
         "0",
-        f"PLANTSTORE_WEBHOOK_TIMEOUT {WHOLE} of at least 1, not '0'",
+        f"PLANTSTORE_WEBHOOK_TIMEOUT {WHOLE} from 1 to 300, not '0'",
     ),
     "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER": (
         "a day",
-        f"PLANTSTORE_WEBHOOK_GIVE_UP_AFTER {WHOLE} of at least 0, not 'a day'",
+        f"PLANTSTORE_WEBHOOK_GIVE_UP_AFTER {WHOLE} from 0 to 2592000, not 'a day'",
     ),
 }
 
-#: gunicorn's own variables in the README's table: gunicorn reads each as it loads, and says
-#: what is wrong in its own words (the last of its lines).
+#: gunicorn's own variables in the README's table, a bad value of each, and the line that
+#: refuses it: `plantstore serve` checks them before gunicorn loads. `gunicorn -c` reads
+#: `WEB_CONCURRENCY` and `FORWARDED_ALLOW_IPS` as it loads, before gunicorn.conf.py, and
+#: refuses them in its own words; `PORT` it binds after the hooks check it.
 GUNICORNS_OWN = {
-    "PORT": ("abc", "Error: 'abc' is not a valid port number."),
-    "WEB_CONCURRENCY": ("-1", "Error: Value must be positive: -1"),
+    "PORT": ("99999", "plantstore: PORT must be a whole number from 1 to 65535, not '99999'", None),
+    "WEB_CONCURRENCY": (
+        "-1",
+        "plantstore: WEB_CONCURRENCY must be a whole number of at least 1, not '-1'",
+        "Error: Value must be positive: -1",
+    ),
     "FORWARDED_ALLOW_IPS": (
         "proxy.local",
+        "plantstore: FORWARDED_ALLOW_IPS must list IP addresses or networks (10.0.0.0/8, without "
+        "host bits), separated by commas, or *: not 'proxy.local'",
         "Error: 'proxy.local' does not appear to be an IPv4 or IPv6 network",
     ),
 }
@@ -271,7 +282,8 @@ def test_a_bad_setting_stops_either_start_with_one_line_naming_it(tmp_path, how,
     [
         ("PLANTSTORE_TOKENS", " , ", "PLANTSTORE_TOKENS and PLANTSTORE_TOKENS_FILE name no token"),
         ("GUNICORN_THREADS", "lots", f"GUNICORN_THREADS {WHOLE} of at least 1, not 'lots'"),
-        ("WEB_CONCURRENCY", "0", "gunicorn's workers must be at least 1, not 0"),
+        ("WEB_CONCURRENCY", "0", f"WEB_CONCURRENCY {WHOLE} of at least 1, not '0'"),
+        ("GUNICORN_CMD_ARGS", "--workers 0", "gunicorn's workers must be at least 1, not 0"),
     ],
 )
 def test_other_bad_values_stop_the_start_with_one_line_too(tmp_path, name, value, line):
@@ -327,12 +339,19 @@ def test_a_tokens_file_without_its_last_newline_stops_the_start_saying_to_end_it
 
 @pytest.mark.parametrize("how", STARTS)
 @pytest.mark.parametrize(
-    ("name", "value", "words"), [(n, *v) for n, v in GUNICORNS_OWN.items()], ids=list(GUNICORNS_OWN)
+    ("name", "value", "ours", "gunicorns"),
+    [(n, *v) for n, v in GUNICORNS_OWN.items()],
+    ids=list(GUNICORNS_OWN),
 )
-def test_gunicorns_own_variables_stop_either_start_in_its_words(tmp_path, how, name, value, words):
+def test_gunicorns_own_variables_stop_either_start_with_one_line(
+    tmp_path, how, name, value, ours, gunicorns
+):
     result = start(tmp_path, how, **{name: value})
     assert result.returncode != 0
-    assert result.stderr.strip().splitlines()[-1] == words
+    if how == "plantstore serve" or gunicorns is None:
+        assert own_lines(result) == [ours]
+    else:
+        assert result.stderr.strip().splitlines()[-1] == gunicorns
 
 
 def test_an_unknown_store_stops_the_start_with_one_line_naming_it():
@@ -689,6 +708,16 @@ def test_with_json_logs_every_line_of_both_logs_is_one_object_and_no_token_is_in
     )
     assert warning["level"] == "WARNING"
     assert any(entry["message"].startswith("Booting worker") for entry in errors)
+
+
+def test_with_json_logs_the_legacy_variables_warning_is_one_object_too():
+    """gunicorn.conf.py warns of the `GUNICORN_*` variables before gunicorn's log is set up."""
+    result = run_gunicorn("--check-config", GUNICORN_THREADS="4", PLANTSTORE_LOG_FORMAT="json")
+    assert result.returncode == 0, result.stderr
+    (entry,) = [json.loads(line) for line in result.stderr.splitlines()]
+    assert entry.keys() == ERROR_KEYS
+    assert entry["level"] == "WARNING"
+    assert entry["message"].startswith("plantstore: the GUNICORN_* variables go after 1.3")
 
 
 def test_a_stop_right_after_the_start_ends_at_once(tmp_path):

@@ -27,6 +27,7 @@ from plantstore.core.stores import PlantStore
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import TOKEN
+from tests.settled import settled
 from tests.test_plants import assert_error
 from tests.test_store_contract import expected_page
 
@@ -356,16 +357,15 @@ def empty_store(store_url, tmp_path):
     """A function that gives an empty store of `store_url`'s kind, called for each example.
 
     SQLite gets a new file, so each example also makes the tables as on a first start.
-    PostgreSQL keeps one store and empties its table: a new store would start its pool's
-    threads while hypothesis draws, and their use of `random` (psycopg_pool's jitter) upsets it.
+    PostgreSQL keeps one store, settled before any example starts, and empties its table: a new
+    store would start its pool's threads while hypothesis draws, and their use of `random`
+    (psycopg_pool's jitter) upsets it (`settled`).
     """
     kind = store_kind(store_url)
     opened: list[PlantStore] = []
     if kind == "postgresql":
-        shared = open_store(store_url)
+        shared = settled(open_store(store_url))
         opened.append(shared)
-        # Its pool has made its one connection before any example starts.
-        shared.check_ready()
 
         def empty() -> PlantStore:
             with psycopg.connect(store_url, autocommit=True) as connection:

@@ -18,6 +18,7 @@ from plantstore.core.stores import PlantStore
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.concurrency import at_once
+from tests.settled import pool_of
 
 FERN = b'{"name":"fern"}'
 ROSE = b'{"name":"rose","tag":"red"}'
@@ -478,6 +479,16 @@ new_plants = st.tuples(
 def model():
     """What every store must answer: the memory store, the simplest that keeps the contract."""
     return MemoryStore()
+
+
+@pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
+def test_the_postgresql_store_of_property_tests_has_no_connection_left_to_make(any_store):
+    """Calls one at a time take the one connection its pool opened with: the pool makes no
+    other, whose use of `random` hypothesis would see while it draws (`tests/settled.py`)."""
+    for plant_id in range(3):
+        any_store.add(plant_id, document("fern"))
+        assert any_store.get(plant_id) == document("fern")
+    assert pool_of(any_store).get_stats()["pool_size"] == 1
 
 
 @settings(

@@ -231,6 +231,24 @@ def test_sqlite_alone_mixes_a_file_put_in_place_of_its_own_with_the_old_ones_log
         assert after.execute("SELECT id FROM plants").fetchall() == [(1,)]
 
 
+def test_a_start_that_waits_for_its_store_is_told_why_once_and_not_when_it_may_not_wait():
+    """So that a start waiting for PostgreSQL says so, rather than nothing for seconds; in
+    libpq's first line, which names no password."""
+    url = "postgresql://plantstore:hunter2@127.0.0.1:1/plants"
+    told = []
+    with pytest.raises(StoreUnavailable) as caught:
+        prepare_store(url, wait=0.6, on_waiting=told.append)
+    (why,) = told
+    assert str(why) == str(caught.value)
+    assert str(why).startswith("PostgreSQL: connection ")
+    assert str(why).endswith('"127.0.0.1", port 1 failed: Connection refused')
+    assert "hunter2" not in str(why)
+    told.clear()
+    with pytest.raises(StoreUnavailable):
+        prepare_store(url, wait=0, on_waiting=told.append)
+    assert told == []
+
+
 @pytest.mark.parametrize("change", [remove_database, replace_database, restore_a_copy])
 def test_a_store_opened_after_the_file_the_service_started_with_was_replaced_refuses_it(
     config, tmp_path, caplog, monkeypatch, change

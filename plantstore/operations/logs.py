@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
@@ -50,6 +51,12 @@ _falcon_log = logging.getLogger("falcon")
 #: escape and delimit.
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f-\x9f\\"]')
 _ESCAPES = {"\\": "\\\\", '"': '\\"'}
+
+
+def json_lines(environ: Mapping[str, str]) -> bool:
+    """Whether the logs are JSON lines (`PLANTSTORE_LOG_FORMAT=json`), as gunicorn sets them up
+    before the start has checked the settings."""
+    return environ.get("PLANTSTORE_LOG_FORMAT", "").strip() == "json"
 
 
 def escaped(text: str) -> str:
@@ -220,18 +227,18 @@ class Logger(glogging.Logger):
 
     def setup(self, cfg) -> None:
         super().setup(cfg)
-        json_lines = os.environ.get("PLANTSTORE_LOG_FORMAT", "").strip() == "json"
+        as_json = json_lines(os.environ)
         for handler in self.error_log.handlers:
-            handler.setFormatter(JsonFormatter() if json_lines else LineFormatter())
+            handler.setFormatter(JsonFormatter() if as_json else LineFormatter())
             handler.addFilter(_REQUEST_ID_FILTER)
             handler.addFilter(_REFUSAL_FILTER)
-        if json_lines:
+        if as_json:
             # The access log's atoms as gunicorn made them: its default wrapper escapes `"` for
             # a format string, which JSON does itself.
             self.atoms_wrapper_class = dict
             for handler in self.access_log.handlers:
                 handler.setFormatter(JsonAccessFormatter())
-        names = JSON_ATOMS if json_lines else _ATOM.findall(cfg.access_log_format)
+        names = JSON_ATOMS if as_json else _ATOM.findall(cfg.access_log_format)
         makers = [(name, _maker(name)) for name in names]
         self._printed = None if any(make is None for _, make in makers) else makers
         root = logging.getLogger()

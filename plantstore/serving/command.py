@@ -11,7 +11,13 @@ from plantstore.config import ConfigError, env_int, store_kind
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.serving import run_token
 from plantstore.serving.hooks import default_workers
-from plantstore.serving.settings import check_workers, read_settings, unreachable
+from plantstore.serving.settings import (
+    check_gunicorns_variables,
+    check_workers,
+    read_settings,
+    unreachable,
+    waiting,
+)
 from plantstore.stores import open_store, prepare_store
 
 #: The checkout's gunicorn.conf.py, which the package holds too: `plantstore serve` runs it.
@@ -23,7 +29,12 @@ def serve(arguments: list[str]) -> None:
     runs it from the checkout: gunicorn's flags and `GUNICORN_CMD_ARGS` work as they always do.
 
     The process is replaced, not forked: a service manager's signals reach gunicorn's master.
+    The variables gunicorn reads as it loads are checked first, for a line that names a bad one.
     """
+    try:
+        check_gunicorns_variables()
+    except ConfigError as ex:
+        raise SystemExit(f"plantstore: {ex}") from None
     command = [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_CONF), *arguments]
     os.execv(sys.executable, command)
 
@@ -44,16 +55,21 @@ def check() -> None:
     """Read every setting and reach the store: open it, ask it whether a write can succeed.
 
     It refuses what a start would refuse, a second worker for the memory store included, and
-    waits for the store as a start does. Says which kind of store is ready, never its URL, which
-    may hold a password.
+    waits for the store as a start does, saying so on stderr. Says which kind of store is ready,
+    never its URL, which may hold a password.
     """
     # A library's own warnings (psycopg's pool retrying) would add lines to the one answer.
     logging.getLogger().addHandler(logging.NullHandler())
     try:
         config = read_settings()
+        check_gunicorns_variables()
         workers = default_workers(os.environ)
         check_workers(config, env_int(os.environ, "WEB_CONCURRENCY", workers, 1, blank_ok=False))
-        prepare_store(config.store_url, config.store_wait)
+        prepare_store(
+            config.store_url,
+            config.store_wait,
+            on_waiting=lambda ex: print(waiting(config, ex), file=sys.stderr, flush=True),
+        )
     except StoreUnavailable as ex:
         raise SystemExit(f"plantstore: {unreachable(config, ex)}") from None
     except (ConfigError, StoreUnusable, SchemaTooNew) as ex:

@@ -21,10 +21,12 @@ from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.operations.logs import current_request_id
 from plantstore.serving import run_token
 from plantstore.serving.settings import (
+    check_gunicorns_variables,
     check_workers,
     exposed_tokens_warning,
     read_settings,
     unreachable,
+    waiting,
 )
 from plantstore.stores import prepare_store
 from plantstore.webhooks.subscribers import subscriber
@@ -57,12 +59,13 @@ def on_starting(server):
     """Stop the start, with one line, on what would make every worker fail.
 
     A bad setting, a second worker for the memory store (each would keep its own dict). A
-    database store is reached, and its schema brought up to date, here: a database newer than
-    this code stops the start, and so does a SQLite file that is not a database or cannot be
-    opened, and a store that cannot be reached within `PLANTSTORE_STORE_WAIT` seconds (the line
-    says why). Once started, a store lost is the workers' to wait for (503 meanwhile). Every
-    worker answers only for the SQLite file opened here: a file put in its place while the
-    service runs is refused.
+    `PORT` gunicorn would fail to bind (`WEB_CONCURRENCY` and `FORWARDED_ALLOW_IPS` it refused
+    before this runs). A database store is reached, and its schema brought up to date, here: a
+    database newer than this code stops the start, and so does a SQLite file that is not a
+    database or cannot be opened, and a store that cannot be reached within
+    `PLANTSTORE_STORE_WAIT` seconds (the line says why; the log says once that it waits). Once
+    started, a store lost is the workers' to wait for (503 meanwhile). Every worker answers only
+    for the SQLite file opened here: a file put in its place while the service runs is refused.
 
     A tokens file that every user may read, holding tokens rather than their digests, is
     taken, with a warning: it is a setting that works, if unwisely.
@@ -79,8 +82,13 @@ def on_starting(server):
     if warning := exposed_tokens_warning(config):
         server.log.warning("plantstore: %s", warning)
     try:
+        check_gunicorns_variables()
         check_workers(config, server.cfg.workers)
-        _started_with = prepare_store(config.store_url, config.store_wait)
+        _started_with = prepare_store(
+            config.store_url,
+            config.store_wait,
+            on_waiting=lambda ex: server.log.warning("%s", waiting(config, ex)),
+        )
     except StoreUnavailable as ex:
         raise SystemExit(f"plantstore: {unreachable(config, ex)}") from None
     except (ConfigError, SchemaTooNew, StoreUnusable) as ex:

@@ -7,12 +7,13 @@ environment alone: one started while the tokens file is bad still serves, with t
 good tokens (`plantstore.api.tokens.Tokens`).
 """
 
+import ipaddress
 import os
 import stat
 from collections.abc import Mapping
 
 from plantstore.api.token_file import read_tokens_file
-from plantstore.config import Config, ConfigError
+from plantstore.config import Config, ConfigError, env_int
 from plantstore.core.events import subscriber_key
 
 
@@ -58,6 +59,27 @@ def _check_subscribers(urls: tuple[str, ...]) -> None:
             )
 
 
+def check_gunicorns_variables(environ: Mapping[str, str] = os.environ) -> None:
+    """Refuse a bad `PORT`, `WEB_CONCURRENCY` or `FORWARDED_ALLOW_IPS`, naming it.
+
+    gunicorn reads them itself as it loads, and refuses a bad one in words that do not name it,
+    or with a traceback (a `WEB_CONCURRENCY` that is not a number, a `PORT` over 65535 once it
+    binds); so `plantstore serve` checks them first, as gunicorn's validators would take them.
+    """
+    env_int(environ, "PORT", 0, 1, 65535, blank_ok=False)
+    env_int(environ, "WEB_CONCURRENCY", 1, 1, blank_ok=False)
+    raw = environ.get("FORWARDED_ALLOW_IPS", "").strip()
+    for entry in (part.strip() for part in raw.split(",") if part):
+        try:
+            if entry != "*":
+                ipaddress.ip_network(entry)
+        except ValueError:
+            raise ConfigError(
+                "FORWARDED_ALLOW_IPS must list IP addresses or networks (10.0.0.0/8, without "
+                f"host bits), separated by commas, or *: not {entry!r}"
+            ) from None
+
+
 def check_workers(config: Config, workers: int) -> None:
     """Refuse no worker at all (gunicorn would serve nothing, for ever), and more than one
     worker process for the memory store: each would keep its own dict."""
@@ -75,4 +97,12 @@ def unreachable(config: Config, ex: Exception) -> str:
     return (
         f"PLANTSTORE_STORE could not be reached within {config.store_wait} s "
         f"(PLANTSTORE_STORE_WAIT): {ex}"
+    )
+
+
+def waiting(config: Config, ex: Exception) -> str:
+    """Say, once, that a start waits for the store it names, why, and for how long at most."""
+    return (
+        f"plantstore: waiting up to {config.store_wait} s (PLANTSTORE_STORE_WAIT) for "
+        f"PLANTSTORE_STORE, which cannot be reached yet: {ex}"
     )

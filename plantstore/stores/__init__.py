@@ -53,12 +53,15 @@ def open_store(
 PREPARE_RETRY_SECONDS = 0.5
 
 
-def prepare_store(url: str, wait: float) -> Started:
+def prepare_store(
+    url: str, wait: float, on_waiting: Callable[[StoreUnavailable], None] = lambda ex: None
+) -> Started:
     """Reach the store a start names and bring its schema up to date, once, for every worker;
     give the database it started with, which every store opened for the service answers for.
 
     A store that cannot serve yet (a database starting, a lock held) is tried again until
-    `wait` seconds have passed.
+    `wait` seconds have passed; `on_waiting` is told why the first attempt failed, once, when
+    there is time left to try again, so that a start does not wait without a word.
 
     Raises:
         StoreUnavailable: it still could not serve after `wait` seconds; the message says why.
@@ -66,6 +69,7 @@ def prepare_store(url: str, wait: float) -> Started:
         SchemaTooNew: a newer plantstore brought it to a schema this one does not know.
     """
     deadline = time.monotonic() + wait
+    waited = False
     while True:
         try:
             if store_kind(url) == "postgresql":
@@ -79,8 +83,11 @@ def prepare_store(url: str, wait: float) -> Started:
 
                 return identity(url.removeprefix("sqlite:///"))
             return None
-        except StoreUnavailable:
+        except StoreUnavailable as ex:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise
+            if not waited:
+                on_waiting(ex)
+                waited = True
             time.sleep(min(PREPARE_RETRY_SECONDS, remaining))
