@@ -9,6 +9,7 @@ stateful sequences that follow the document's links from a created plant to its 
 
 import collections
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,8 +22,10 @@ from tests.nginx_proxy import Deployment
 pytestmark = pytest.mark.slow
 
 TOKEN = "fuzzing-token"
-#: schemathesis' settings beside its command line: which statuses answer valid data.
+#: schemathesis' settings beside its command line: which statuses answer valid data; and its
+#: hooks, which keep it from waiting for events.
 CONFIG = Path(__file__).with_name("schemathesis.toml")
+HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
 #: The document's links, as schemathesis names them.
 ADD_TO_GET = "POST /plants -> [200] getPlant -> GET /plants/{id}"
 ADD_TO_UPDATE = "POST /plants -> [200] updatePlant -> PUT /plants/{id}"
@@ -59,7 +62,12 @@ def schemathesis(server, reports, max_time, *args):
     ]
     # Run in the reports' directory, where schemathesis also leaves its cache of crashes.
     run = subprocess.run(
-        command, cwd=reports, capture_output=True, text=True, timeout=max_time + 120
+        command,
+        cwd=reports,
+        env={**os.environ, "SCHEMATHESIS_HOOKS": str(HOOKS)},
+        capture_output=True,
+        text=True,
+        timeout=max_time + 120,
     )
     report = json.loads((reports / "report.json").read_text())
     exchanges = json.loads((reports / "exchanges.har").read_text())["log"]["entries"]
