@@ -28,9 +28,7 @@ DEFAULT_THREADS = 32
 DEFAULT_STORE_WAIT = 10
 #: Seconds the feed keeps an event, unless configured: a week.
 DEFAULT_EVENTS_RETENTION = 7 * 86400
-#: Requests of a worker that may wait for the feed's next event at once (`GET /events?wait=`),
-#: with gunicorn's default threads: a quarter of them, so that waits never starve a worker.
-DEFAULT_FEED_WAITS = DEFAULT_THREADS // 4
+
 #: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.
 DEFAULT_WEBHOOK_TIMEOUT = 5
 #: Seconds after an event's creation after which a failing delivery is given up: a day.
@@ -70,6 +68,12 @@ def store_kind(url: str) -> str | None:
     if url.startswith(("postgresql://", "postgres://")):
         return "postgresql"
     return None
+
+
+def feed_waits_for(threads: int) -> int:
+    """Requests of a worker of `threads` that may wait for the feed's next event at once
+    (`GET /events?wait=`): a quarter of them, one at least, so that waits never starve it."""
+    return max(1, threads // 4)
 
 
 class ConfigError(ValueError):
@@ -289,7 +293,7 @@ class Config:
     log_format: str = LOG_FORMATS[0]
     events_retention: int = DEFAULT_EVENTS_RETENTION
     #: Requests that may wait for an event at once, in each worker (a quarter of its threads).
-    feed_waits: int = DEFAULT_FEED_WAITS
+    feed_waits: int = feed_waits_for(DEFAULT_THREADS)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":

@@ -212,6 +212,10 @@ BAD_SETTINGS = {
         "a day",
         f"PLANTSTORE_WEBHOOK_GIVE_UP_AFTER {WHOLE} from 0 to 2592000, not 'a day'",
     ),
+    "PLANTSTORE_EVENTS_RETENTION": (
+        "59",
+        f"PLANTSTORE_EVENTS_RETENTION {WHOLE} from 60 to 31622400, not '59'",
+    ),
 }
 
 #: gunicorn's own variables in the README's table, a bad value of each, and the line that

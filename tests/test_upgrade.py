@@ -233,7 +233,7 @@ def test_events_waiting_for_urls_reach_their_subscribers_after_the_upgrade(
         assert receiver.wait_for(lambda got: receiver.attempts == 2, 30)
         waiting = on_database(store_url, "SELECT webhook_id, subscriber FROM outbox ORDER BY id")
         assert waiting == [
-            (event.webhook_id, subscriber_key(url)) for event, url in zip(events, urls, strict=True)
+            (event.id, subscriber_key(url)) for event, url in zip(events, urls, strict=True)
         ]
         assert "hunter2" not in repr(on_database(store_url, "SELECT * FROM outbox"))
         receiver.release()

@@ -41,6 +41,15 @@ class EventPage(NamedTuple):
     #: Whether the page ended at its limit: more events may follow.
     full: bool
 
+    @classmethod
+    def of(cls, events: list[Event], limit: int, after: int, head: int) -> "EventPage":
+        """The page of `events` read after `after`, up to `limit`, from a feed whose every event
+        up to `head` is there to read: a full page goes on from its last event, another from
+        where the feed was read to."""
+        if len(events) == limit:
+            return cls(events, events[-1].position, full=True)
+        return cls(events, max(after, head), full=False)
+
 
 class PlantStore(Protocol):
     """Where plants are kept. Every method but `close` raises `StoreUnavailable` when it cannot

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from plantstore.api.last_good_tokens import LastGoodTokens
-from plantstore.config import Config, ConfigError, store_kind
+from plantstore.config import Config, ConfigError, feed_waits_for, store_kind
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.operations.logs import current_request_id
 from plantstore.serving import run_token
@@ -218,6 +218,7 @@ def worker_app():
         config,
         forwarded_allow_ips=tuple(settings.forwarded_allow_ips),
         tokens_kept_in=_tokens_kept_in,
+        feed_waits=feed_waits_for(settings.threads),
     )
     _runtime = Runtime(config, threads=settings.threads, started_with=_started_with)
     return create_app(_runtime.config, _runtime.store)

@@ -87,10 +87,7 @@ class MemoryStore:
                 after = self._feed.pruned_through
             elif after < self._feed.pruned_through:
                 raise CursorGone
-            events = self._feed.after(after, limit)
-            if len(events) == limit:
-                return EventPage(events, events[-1].position, full=True)
-            return EventPage(events, max(after, self._feed.head), full=False)
+            return EventPage.of(self._feed.after(after, limit), limit, after, self._feed.head)
 
     def head(self) -> int:
         with self._lock:

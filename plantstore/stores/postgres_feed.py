@@ -11,7 +11,7 @@ import psycopg
 
 from plantstore.core.stores import CursorGone, EventPage
 from plantstore.stores.postgres_batch import POSITIONS_PER_TRANSACTION
-from plantstore.stores.sql import feed_event
+from plantstore.stores.sql import feed_event, pruned_through
 
 #: The last position that can be read: just below the first of the oldest running transaction.
 _HEAD = f"(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * {POSITIONS_PER_TRANSACTION}) - 1"
@@ -37,13 +37,11 @@ _PRUNE = (
 def read_events(connection: psycopg.Connection, after: int | None, limit: int) -> EventPage:
     """A page of the feed after `after` (from the oldest kept, when None)."""
     rows = connection.execute(_READ, {"after": after, "limit": limit}).fetchall()
-    head, pruned_through = rows[0][:2]
-    if after is not None and after < pruned_through:
+    head, pruned = rows[0][:2]
+    if after is not None and after < pruned:
         raise CursorGone
     events = [feed_event(*row[2:]) for row in rows if row[2] is not None]
-    if len(events) == limit:
-        return EventPage(events, events[-1].position, full=True)
-    return EventPage(events, max(pruned_through if after is None else after, head), full=False)
+    return EventPage.of(events, limit, pruned if after is None else after, head)
 
 
 def head(connection: psycopg.Connection) -> int:
@@ -52,11 +50,7 @@ def head(connection: psycopg.Connection) -> int:
 
 def prune(connection: psycopg.Connection, before: float, limit: int) -> int:
     """Forget up to `limit` of the oldest events made before `before`, below the head only."""
-    through = 0
-    for position, at in connection.execute(_OLDEST, (limit,)).fetchall():
-        if at >= before:
-            break
-        through = position
+    through = pruned_through(connection.execute(_OLDEST, (limit,)).fetchall(), before)
     if not through:
         return 0
     return connection.execute(_PRUNE, {"through": through}).fetchone()[0]

@@ -100,6 +100,18 @@ def event_rows(events: Sequence[Event]) -> list[tuple]:
     ]
 
 
+def pruned_through(oldest: Iterable[tuple[int, float]], before: float) -> int:
+    """How far a prune of the feed goes, given its oldest events' (position, made at) in order:
+    the position of the last of those made before `before`, in a run from the first; 0 when
+    the first was made since."""
+    through = 0
+    for position, at in oldest:
+        if at >= before:
+            break
+        through = position
+    return through
+
+
 def feed_event(position: int, kind: str, plant_id: int, plant: str | None, at: float) -> Event:
     """An event as the feed's row holds it."""
     return Event(position, EventKind(kind), plant_id, None if plant is None else plant.encode(), at)

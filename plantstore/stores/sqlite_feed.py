@@ -3,7 +3,7 @@
 import sqlite3
 
 from plantstore.core.stores import CursorGone, EventPage
-from plantstore.stores.sql import feed_event
+from plantstore.stores.sql import feed_event, pruned_through
 from plantstore.stores.sqlite_batch import LAST_POSITION
 
 _PRUNED_THROUGH = "SELECT pruned_through FROM feed"
@@ -19,18 +19,16 @@ def read_events(connection: sqlite3.Connection, after: int | None, limit: int) -
     cannot take events from under a cursor it found kept."""
     connection.execute("BEGIN")
     try:
-        (pruned_through,) = connection.execute(_PRUNED_THROUGH).fetchone()
+        (pruned,) = connection.execute(_PRUNED_THROUGH).fetchone()
         if after is None:
-            after = pruned_through
-        elif after < pruned_through:
+            after = pruned
+        elif after < pruned:
             raise CursorGone
         (last,) = connection.execute(LAST_POSITION).fetchone()
         events = [feed_event(*row) for row in connection.execute(_EVENTS, (after, last, limit))]
     finally:
         connection.execute("COMMIT")
-    if len(events) == limit:
-        return EventPage(events, events[-1].position, full=True)
-    return EventPage(events, max(after, last), full=False)
+    return EventPage.of(events, limit, after, last)
 
 
 def head(connection: sqlite3.Connection) -> int:
@@ -40,11 +38,7 @@ def head(connection: sqlite3.Connection) -> int:
 
 def prune(connection: sqlite3.Connection, before: float, limit: int) -> int:
     """Forget up to `limit` of the oldest events made before `before`, under the write lock."""
-    gone = 0
-    for position, at in connection.execute(_OLDEST, (limit,)).fetchall():
-        if at >= before:
-            break
-        gone = position
+    gone = pruned_through(connection.execute(_OLDEST, (limit,)).fetchall(), before)
     if not gone:
         return 0
     pruned = connection.execute("DELETE FROM events WHERE position <= ?", (gone,)).rowcount
