@@ -33,13 +33,23 @@ from bench.environs import (
 from bench.load import Creates, Deletes, LoadResult, Request, python_load
 from bench.loopback import choose_setup, pinned
 from bench.server import ROOT, WARM_UP_REQUESTS, Peer, Server, server_environ
-from bench.stock import Stock, document, fill_postgres, fill_sqlite
+from bench.stock import (
+    FIRST_TRANSACTION,
+    Stock,
+    document,
+    fill_postgres,
+    fill_postgres_feed,
+    fill_sqlite,
+    fill_sqlite_feed,
+)
 from plantstore.api.conditions import etag_of
 from plantstore.api.token_file import read_tokens_file
 from plantstore.app import create_app
+from plantstore.core.events import Event
 from plantstore.serving.settings import read_settings
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
+from plantstore.stores.postgres_batch import POSITIONS_PER_TRANSACTION
 from tests.postgres_server import PostgresServer
 from tests.webhook_receiver import Delivery
 
@@ -182,6 +192,44 @@ def test_sqlite_is_filled_as_the_service_would_fill_it(tmp_path):
 def test_postgresql_is_filled_as_the_service_would_fill_it(postgres_url):
     fill_postgres(postgres_url, Stock(pages.TAG_PLANTS))
     assert_filled_like_the_service(postgres_url, Stock(pages.TAG_PLANTS))
+
+
+def changes(events: list[Event]) -> list[tuple]:
+    """What each event says changed: its kind, its plant's id and the plant."""
+    return [(event.kind, event.plant_id, event.plant) for event in events]
+
+
+def assert_feed_filled_like_the_service(url: str, first: int) -> None:
+    """The store's events are those the service makes creating the stock's plants one by one,
+    at consecutive positions from `first`, each readable."""
+    made = MemoryStore()
+    create(create_app(CONFIG, made), 0, SMALL)
+    store = open_store(url)
+    try:
+        filled = store.events(None, SMALL + 1).events
+        assert changes(filled) == changes(made.events(None, SMALL + 1).events)
+        assert [event.position for event in filled] == list(range(first, first + SMALL))
+    finally:
+        store.close()
+
+
+def test_a_sqlite_feed_is_filled_as_the_service_would_fill_it(tmp_path):
+    """At positions 1 to N, and the next the service gives is N + 1."""
+    path = tmp_path / "plants.db"
+    fill_sqlite(str(path), Stock(SMALL))
+    fill_sqlite_feed(str(path))
+    assert_feed_filled_like_the_service(f"sqlite:///{path}", 1)
+    store = open_store(f"sqlite:///{path}")
+    try:
+        assert store.head() == SMALL
+    finally:
+        store.close()
+
+
+def test_a_postgresql_feed_is_filled_as_the_service_would_fill_it(postgres_url):
+    fill_postgres(postgres_url, Stock(SMALL))
+    fill_postgres_feed(postgres_url)
+    assert_feed_filled_like_the_service(postgres_url, FIRST_TRANSACTION * POSITIONS_PER_TRANSACTION)
 
 
 @pytest.fixture
