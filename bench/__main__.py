@@ -14,6 +14,7 @@ from importlib.metadata import version
 
 from bench import inprocess, loopback
 from bench.printout.durability import run_durable
+from bench.printout.feed import run_feed
 from bench.printout.growth import run_loopback_pages, run_memory, run_pages, run_tail
 from bench.printout.lines import start_cluster
 from bench.printout.speed import run_inprocess, run_loopback, run_loopback_reads
@@ -30,6 +31,7 @@ PARTS = (
     "loopback-webhooks",
     "delivery",
     "loopback-pages",
+    "feed",
     "tail",
     "memory",
 )
@@ -65,7 +67,8 @@ def make_parser() -> argparse.ArgumentParser:
         " replaces and deletes on SQLite and on a PostgreSQL with fsync on, against the memory"
         " store, at 8 and 64 connections whatever --connections says, and what a request costs"
         " them, counted), delivery (webhooks' delay and"
-        " throughput), loopback-pages, tail, memory",
+        " throughput), loopback-pages, feed (GET /events beside GET /plants, and against the"
+        " feed's size), tail, memory",
     )
     parser.add_argument("--rounds", type=int, default=15, help="in-process rounds")
     parser.add_argument("--batch", type=int, default=2000, help="in-process requests a round")
@@ -88,10 +91,10 @@ def make_parser() -> argparse.ArgumentParser:
         help="load generator (wrk falls back to python when it cannot be had)",
     )
     parser.add_argument(
-        "--plants", type=int, default=1_000_000, help="plants for tail, memory, the big pages"
+        "--plants", type=int, default=1_000_000, help="plants for tail, memory, big pages and feed"
     )
     parser.add_argument(
-        "--small-plants", type=int, default=1_000, help="plants of the small store of pages"
+        "--small-plants", type=int, default=1_000, help="plants of the small store of pages, feed"
     )
     parser.add_argument("--sqlite-plants", type=int, default=100_000)
     parser.add_argument(
@@ -117,7 +120,7 @@ def main(argv: list[str]) -> int:
         setup = loopback.choose_setup(args.generator)
         with ExitStack() as stack:
             cluster = None
-            if {"loopback", "loopback-reads", "loopback-pages"} & set(args.parts):
+            if {"loopback", "loopback-reads", "loopback-pages", "feed"} & set(args.parts):
                 cluster = start_cluster(stack, setup)
             if "loopback" in args.parts:
                 valid &= run_loopback(setup, cluster, args)
@@ -131,6 +134,8 @@ def main(argv: list[str]) -> int:
                 valid &= run_delivery(setup, args)
             if "loopback-pages" in args.parts:
                 valid &= run_loopback_pages(setup, cluster, args)
+            if "feed" in args.parts:
+                valid &= run_feed(setup, cluster, args)
         if "tail" in args.parts:
             valid &= run_tail(setup, args)
     if "memory" in args.parts:

@@ -1,18 +1,23 @@
-"""Plants put in a store ahead of a measurement, and the fast ways to put them there.
+"""Plants put in a store ahead of a measurement, the feed of their creation, and the fast ways
+to put them there.
 
 A million plants created through HTTP would take far too long, so each store is filled
 directly with the very documents the service keeps (`Plant` bodies, as orjson writes them).
 SQLite and PostgreSQL are first opened through `open_store`, so their schema and indexes are
 the service's own; the plants then go in as one bulk insert, in the rows the stores' `add`
 writes (the document and its `tag_key`), and ANALYZE lets the planner know the table as it is.
+The feed, when asked for, is one `created` event a plant, in id order, at consecutive
+positions, copied from the plants by one statement: what the service keeps after creating each.
 tests/test_bench.py checks that the service answers the same for them as for plants it made.
 """
 
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from bench.environs import tag_of
+from plantstore.core.events import EventKind
 from plantstore.core.stores import PlantStore
 from plantstore.stores import open_store
 from plantstore.stores.sql import tag_key
@@ -47,7 +52,19 @@ class Stock:
         return [plant_id for plant_id in range(self.count) if tag_of(plant_id) == tag]
 
 
+#: The transaction whose positions PostgreSQL's feed put in ahead starts at: the first one a
+#: cluster gives (`FirstNormalTransactionId`), long ended once initdb has run.
+FIRST_TRANSACTION = 3
+#: Copies the plants into the feed, each one's `created` event at the first position given
+#: plus its rank in id order; the values are the first position, the kind and the time.
+_FEED = (
+    "INSERT INTO events (position, kind, plant_id, plant, at) "
+    "SELECT {0} + row_number() OVER (ORDER BY id) - 1, {0}, id, plant, {0} FROM plants"
+)
+
+
 def fill_memory(store: PlantStore, stock: Stock) -> None:
+    """Put the plants in through the store's `add`, which makes each one's event, as a create."""
     for plant_id, plant in stock.documents():
         store.add(plant_id, plant)
 
@@ -73,6 +90,20 @@ def fill_sqlite(path: str, stock: Stock) -> None:
         connection.close()
 
 
+def fill_sqlite_feed(path: str) -> None:
+    """Put in the feed the creation of every plant the store holds, at positions 1 to N, as
+    AUTOINCREMENT gives them: inserted, they move its count (`sqlite_sequence`) on to N.
+    """
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("BEGIN")
+        connection.execute(_FEED.format("?"), (1, EventKind.CREATED.value, time.time()))
+        connection.execute("COMMIT")
+        connection.execute("ANALYZE events")
+    finally:
+        connection.close()
+
+
 def fill_postgres(url: str, stock: Stock) -> None:
     # Imported here, as plantstore.stores does: the base install has no psycopg.
     import psycopg
@@ -86,3 +117,31 @@ def fill_postgres(url: str, stock: Stock) -> None:
         # VACUUM too, so that no autovacuum of the fresh rows runs while pages are measured.
         connection.autocommit = True
         connection.execute("VACUUM (ANALYZE) plants")
+
+
+def fill_postgres_feed(url: str) -> None:
+    """Put in the feed the creation of every plant the store holds, at consecutive positions from
+    the first of `FIRST_TRANSACTION`'s: as if ended transactions had made them, 2**16 apiece.
+
+    The feed is read below the oldest transaction still running (`pg_snapshot_xmin`): the
+    positions are checked to be below it, as they are unless the feed outgrows the transactions
+    the cluster has run.
+    """
+    import psycopg
+
+    from plantstore.stores.postgres_batch import POSITIONS_PER_TRANSACTION
+
+    first = FIRST_TRANSACTION * POSITIONS_PER_TRANSACTION
+    with psycopg.connect(url) as connection:
+        connection.execute(_FEED.format("%s"), (first, EventKind.CREATED.value, time.time()))
+        connection.commit()
+        (readable,) = connection.execute(
+            "SELECT coalesce(max(position), 0) < "
+            "pg_snapshot_xmin(pg_current_snapshot())::text::bigint * %s FROM events",
+            (POSITIONS_PER_TRANSACTION,),
+        ).fetchone()
+        if not readable:
+            raise RuntimeError("the feed put in reaches past the transactions the cluster ran")
+        connection.commit()
+        connection.autocommit = True
+        connection.execute("VACUUM (ANALYZE) events")

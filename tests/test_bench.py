@@ -17,7 +17,7 @@ import fastapi.testclient
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from bench import counts, durable, inprocess, loopback, pages, peer, postgres, webhooks
+from bench import counts, durable, feed, inprocess, loopback, pages, peer, postgres, webhooks
 from bench.environs import (
     AUTHORIZED,
     CONFIG,
@@ -33,13 +33,24 @@ from bench.environs import (
 from bench.load import Creates, Deletes, LoadResult, Request, python_load
 from bench.loopback import choose_setup, pinned
 from bench.server import ROOT, WARM_UP_REQUESTS, Peer, Server, server_environ
-from bench.stock import Stock, document, fill_postgres, fill_sqlite
+from bench.stock import (
+    FIRST_TRANSACTION,
+    Stock,
+    document,
+    fill_memory,
+    fill_postgres,
+    fill_postgres_feed,
+    fill_sqlite,
+    fill_sqlite_feed,
+)
 from plantstore.api.conditions import etag_of
 from plantstore.api.token_file import read_tokens_file
 from plantstore.app import create_app
+from plantstore.core.events import Event
 from plantstore.serving.settings import read_settings
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
+from plantstore.stores.postgres_batch import POSITIONS_PER_TRANSACTION
 from tests.postgres_server import PostgresServer
 from tests.webhook_receiver import Delivery
 
@@ -182,6 +193,82 @@ def test_sqlite_is_filled_as_the_service_would_fill_it(tmp_path):
 def test_postgresql_is_filled_as_the_service_would_fill_it(postgres_url):
     fill_postgres(postgres_url, Stock(pages.TAG_PLANTS))
     assert_filled_like_the_service(postgres_url, Stock(pages.TAG_PLANTS))
+
+
+def asking(app) -> feed.Ask:
+    """Ask the app in process, as the bench asks a server over loopback."""
+    client = falcon.testing.TestClient(app)
+
+    def ask(path: str) -> tuple[int, bytes]:
+        answer = client.simulate_get(path, headers=READER)
+        return answer.status_code, answer.content
+
+    return ask
+
+
+def test_the_feed_parts_pages_of_every_case_are_full_on_a_stocked_memory_store():
+    """Filled as `bench.preloaded:app` fills it with `BENCH_STOCK`: `plan_paths` asks ten pages
+    of each case, and finds each full."""
+    store = MemoryStore()
+    fill_memory(store, Stock(SMALL))
+    paths = feed.plan_paths(asking(create_app(CONFIG, store)), SMALL, SMALL, seed=0)
+    kinds = [(kind, case.name) for case in feed.PLANT_CASES for kind in ("plants", "events")]
+    assert list(paths) == kinds
+    assert all(len(chosen) == pages.PATHS for chosen in paths.values())
+
+
+def test_deep_pages_past_the_feeds_end_make_the_run_invalid():
+    store = MemoryStore()
+    fill_memory(store, Stock(SMALL))
+    with pytest.raises(InvalidRun, match=r"deep pages, 2,000 events, .* not 200 with 100"):
+        feed.plan_paths(asking(create_app(CONFIG, store)), SMALL, 2 * SMALL, seed=0)
+
+
+def test_deep_pages_of_events_start_all_over_the_feed():
+    deep = feed.EVENT_CASES[1]
+    queries = deep.queries(feed.Feed(1, 100_000), 1_000, random.Random(0))
+    afters = [int(query.rpartition("after=")[2]) for query in queries]
+    assert min(afters) < 10_000 and max(afters) > 90_000
+    assert min(afters) >= 1 and max(afters) <= 100_000 - feed.LIMIT
+
+
+def changes(events: list[Event]) -> list[tuple]:
+    """What each event says changed: its kind, its plant's id and the plant."""
+    return [(event.kind, event.plant_id, event.plant) for event in events]
+
+
+def assert_feed_filled_like_the_service(url: str, first: int) -> None:
+    """The store's events are those the service makes creating the stock's plants one by one,
+    at consecutive positions from `first`, each readable; the feed part's pages are full."""
+    made = MemoryStore()
+    create(create_app(CONFIG, made), 0, SMALL)
+    store = open_store(url)
+    try:
+        filled = store.events(None, SMALL + 1).events
+        assert changes(filled) == changes(made.events(None, SMALL + 1).events)
+        assert [event.position for event in filled] == list(range(first, first + SMALL))
+        feed.plan_paths(asking(create_app(CONFIG, store)), SMALL, SMALL, seed=0)
+    finally:
+        store.close()
+
+
+def test_a_sqlite_feed_is_filled_as_the_service_would_fill_it(tmp_path):
+    """At positions 1 to N, and the next the service gives is N + 1."""
+    path = tmp_path / "plants.db"
+    fill_sqlite(str(path), Stock(SMALL))
+    fill_sqlite_feed(str(path))
+    assert_feed_filled_like_the_service(f"sqlite:///{path}", 1)
+    store = open_store(f"sqlite:///{path}")
+    try:
+        assert store.head() == SMALL
+    finally:
+        store.close()
+
+
+def test_a_postgresql_feed_is_filled_as_the_service_would_fill_it(postgres_url):
+    fill_postgres(postgres_url, Stock(SMALL))
+    fill_postgres_feed(postgres_url)
+    assert_feed_filled_like_the_service(postgres_url, FIRST_TRANSACTION * POSITIONS_PER_TRANSACTION)
 
 
 @pytest.fixture
@@ -535,7 +622,7 @@ def run_bench(*arguments: str) -> str:
 def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
     """Every server, load and check, for one second each, with the Python load generator."""
     arguments = ["--parts", "loopback", "loopback-reads", "loopback-webhooks", "delivery"]
-    arguments += ["loopback-pages", "tail"]
+    arguments += ["loopback-pages", "feed", "tail"]
     arguments += ["--generator", "python"]
     arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
     printed = run_bench(*arguments)
@@ -544,6 +631,8 @@ def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
         line for line in printed.splitlines() if line.startswith(f"  {loopback.TOKENS_FILE} ")
     ]
     assert "x memory's (target ≥ 0.95x: " in file_token
+    assert f"x plants' (target ≤ {feed.PLANTS_TARGET}x: " in printed
+    assert "30,000 events against 1,000: cost " in printed
 
 
 @pytest.mark.slow
