@@ -626,7 +626,10 @@ def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
     arguments += ["--generator", "python"]
     arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
     printed = run_bench(*arguments)
-    assert f"x {loopback.PEER}'s (target ≥ 1.0x: " in printed
+    pinned, as_served = printed.split("\nas `plantstore serve` runs here: nothing pinned")
+    for placed in (pinned, as_served):
+        assert f"x {loopback.PEER}'s (target ≥ 1.0x: " in placed
+    assert "; server on CPU " in pinned and "; nothing pinned: server and " in as_served
     (file_token,) = [
         line for line in printed.splitlines() if line.startswith(f"  {loopback.TOKENS_FILE} ")
     ]
@@ -637,8 +640,17 @@ def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
 
 @pytest.mark.slow
 def test_the_durable_part_runs_every_case_and_every_answer_is_as_expected():
-    """Every store, case and connection count for a second, with wrk when it can be had."""
+    """Every store, case and connection count for a second, with wrk when it can be had, in
+    both placements."""
     printed = run_bench("--parts", "durable", "--loopback-rounds", "1", "--seconds", "1")
+    pinned, as_served = printed.split("\nas `plantstore serve` runs here: nothing pinned")
+    assert "; server on CPU " in pinned and "; nothing pinned: server and " in as_served
+    for placed in (pinned, as_served):
+        assert_durable_printout(placed)
+
+
+def assert_durable_printout(printed: str) -> None:
+    """Every case, connection count and store has its line, its ratio and its counts."""
     durable_stores = 1
     if postgres.unavailable() is None:
         assert "PostgreSQL with fsync = on, synchronous_commit = on" in printed
