@@ -627,13 +627,13 @@ def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
     arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
     printed = run_bench(*arguments)
     pinned, as_served = printed.split("\nas `plantstore serve` runs here: nothing pinned")
+    assert "; server on CPU " in pinned and "; nothing pinned: server and " in as_served
     for placed in (pinned, as_served):
         assert f"x {loopback.PEER}'s (target ≥ 1.0x: " in placed
-    assert "; server on CPU " in pinned and "; nothing pinned: server and " in as_served
-    (file_token,) = [
-        line for line in printed.splitlines() if line.startswith(f"  {loopback.TOKENS_FILE} ")
-    ]
-    assert "x memory's (target ≥ 0.95x: " in file_token
+        (file_token,) = [
+            line for line in placed.splitlines() if line.startswith(f"  {loopback.TOKENS_FILE} ")
+        ]
+        assert "x memory's (target ≥ 0.95x: " in file_token
     assert f"x plants' (target ≤ {feed.PLANTS_TARGET}x: " in printed
     assert "30,000 events against 1,000: cost " in printed
 
