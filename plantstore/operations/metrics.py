@@ -43,7 +43,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from plantstore.api.openapi.described import Operation, PathItem, answer
+from plantstore.api.openapi.operation import Operation, PathItem, answer
 from plantstore.core.stores import PlantStore, StoreUnavailable
 from plantstore.operations.health import ReadinessCheck
 from plantstore.webhooks.deliverer import Outcome
