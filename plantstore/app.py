@@ -22,8 +22,8 @@ from plantstore.api.tokens import Tokens
 from plantstore.config import Config, store_kind
 from plantstore.core.stores import CursorGone, PlantStore, StoreUnavailable
 from plantstore.operations.health import Health, Readiness, ReadinessCheck
-from plantstore.operations.logs import Request
 from plantstore.operations.metrics import MetricsEndpoint, RequestMetrics, process_metrics
+from plantstore.operations.request import Request
 from plantstore.operations.request_log import RequestLog, TrustedProxies
 
 
