@@ -5,8 +5,8 @@ import re
 
 import falcon
 
-from plantstore.api.tokens import Tokens
 from plantstore.config import TOKEN_PATTERN
+from plantstore.tokens.accepted import Tokens
 
 REALM = "plantstore"
 #: The WSGI environ's key under which the name of the request's token is left, for the access

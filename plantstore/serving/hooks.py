@@ -15,11 +15,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from plantstore.api.last_good_tokens import LastGoodTokens
 from plantstore.config import Config, ConfigError, feed_waits_for, store_kind
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.operations.logs import current_request_id
-from plantstore.serving import run_token
 from plantstore.serving.settings import (
     check_gunicorns_variables,
     check_workers,
@@ -29,6 +27,8 @@ from plantstore.serving.settings import (
     waiting,
 )
 from plantstore.stores import prepare_store
+from plantstore.tokens import fresh
+from plantstore.tokens.last_good import LastGoodTokens
 from plantstore.webhooks.subscribers import subscriber
 
 #: The metrics' directories, in the temporary directory: this, the master's pid, and a suffix.
@@ -119,7 +119,7 @@ def when_ready(server):
     the token.
 
     The last good tokens, with a tokens file: a directory only this user may enter, where the
-    run's processes keep the file as they last took it (`plantstore.api.last_good_tokens`),
+    run's processes keep the file as they last took it (`plantstore.tokens.last_good`),
     beginning with the file as the master reads it now, for a worker that will find it bad.
 
     The log names each webhook subscriber as its warnings will, by origin and key, beside its
@@ -135,7 +135,7 @@ def when_ready(server):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=_prefix(METRICS_PREFIX))
     tokens_file = config.tokens_file
     if not config.tokens and not tokens_file:
-        tokens_file = str(run_token.make())
+        tokens_file = str(fresh.make())
         os.environ["PLANTSTORE_TOKENS_FILE"] = tokens_file
         server.log.info(
             "plantstore: no token configured; this run accepts the one in %s (readable only by "
@@ -273,7 +273,7 @@ def child_exit(server, worker):
 def on_exit(server):
     """Remove what the run made for itself: a token file, the metrics' directory and the last
     good tokens'."""
-    run_token.remove()
+    fresh.remove()
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
     if Path(directory).name.startswith(_prefix(METRICS_PREFIX)):
         shutil.rmtree(directory, ignore_errors=True)

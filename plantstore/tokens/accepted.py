@@ -7,9 +7,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from plantstore.api.last_good_tokens import LastGood, LastGoodTokens
-from plantstore.api.token_file import Entry, listed, read_tokens_file, version_of
 from plantstore.config import ConfigError
+from plantstore.tokens.file import Entry, listed, read_tokens_file, version_of
+from plantstore.tokens.last_good import LastGood, LastGoodTokens
 
 #: Seconds between two looks at whether the tokens file changed.
 CHECK_INTERVAL = 1.0
