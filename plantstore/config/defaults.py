@@ -6,10 +6,13 @@ DEFAULT_FORWARDED_ALLOW_IPS = ("127.0.0.1", "::1")
 #: The URL of the memory store, `PLANTSTORE_STORE`'s default.
 MEMORY_URL = "memory://"
 DEFAULT_STORE = MEMORY_URL
-#: Threads in each gunicorn worker, as gunicorn.conf.py runs it unless told otherwise: enough
-#: for a durable store's batches to grow with the load (all but one may wait on a batch), and
-#: no more, since each is a thread for the interpreter to switch to (bench/README.md).
+#: Threads in each gunicorn worker of a shared store, as gunicorn.conf.py runs it unless told
+#: otherwise: enough for its batches to grow with the load (all but one may wait on a batch).
 DEFAULT_THREADS = 32
+#: Threads in the memory store's worker, unless told otherwise: its requests only compute, so
+#: more threads than the one core it runs on only hand the GIL round and lengthen the tail;
+#: with four, one may hold a follower's long poll while three serve.
+MEMORY_THREADS = 4
 #: Seconds a start waits for its store to be reached, unless configured.
 DEFAULT_STORE_WAIT = 10
 #: Seconds the feed keeps an event, unless configured: a week.

@@ -15,7 +15,15 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from plantstore.config import Config, ConfigError, feed_waits_for, store_kind
+from plantstore.config import (
+    DEFAULT_THREADS,
+    MEMORY_THREADS,
+    MEMORY_URL,
+    Config,
+    ConfigError,
+    feed_waits_for,
+    store_kind,
+)
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.operations.logs import current_request_id
 from plantstore.serving.settings import (
@@ -48,11 +56,20 @@ _settings = None
 _runtime = None
 
 
+def _serves_memory(environ) -> bool:
+    return store_kind(environ.get("PLANTSTORE_STORE", "").strip() or MEMORY_URL) == "memory"
+
+
 def default_workers(environ) -> int:
     """One worker process per core this process may run on with a shared store, so Python runs
     on each; one with the memory store, a dict that one process alone holds."""
-    url = environ.get("PLANTSTORE_STORE", "").strip()
-    return 1 if store_kind(url or "memory://") == "memory" else len(os.sched_getaffinity(0))
+    return 1 if _serves_memory(environ) else len(os.sched_getaffinity(0))
+
+
+def default_threads(environ) -> int:
+    """Each worker's threads: many where a shared store's batches grow with the requests that
+    wait at once, few where the memory store's requests only compute (docs/operations.md)."""
+    return MEMORY_THREADS if _serves_memory(environ) else DEFAULT_THREADS
 
 
 def on_starting(server):
