@@ -121,27 +121,16 @@ def _checked_settings() -> Config:
 
 
 def when_ready(server):
-    """The sockets are bound and no worker runs yet: make what the run needs, once.
+    """The sockets are bound and no worker runs yet: make what the run needs, once; here rather
+    than at the start, so that a start that fails leaves nothing behind (`on_exit` removes it).
 
-    Made here rather than at the start, so that a start that fails (a port in use) leaves
-    nothing behind; `on_exit` removes them.
-
-    Metrics, with a shared store: prometheus_client keeps each worker's values in files of the
-    directory named by PROMETHEUS_MULTIPROC_DIR, which it reads when it is first imported; the
-    workers, forked after this, import it, and the master never does. The memory store's one
-    worker counts in its own memory.
-
-    A token: with none configured the service does not run open. One is written into a file
-    only this user can read, the workers' PLANTSTORE_TOKENS_FILE. The log names the file, never
-    the token.
-
-    The last good tokens, with a tokens file: a directory only this user may enter, where the
-    run's processes keep the file as they last took it (`plantstore.tokens.last_good`),
-    beginning with the file as the master reads it now, for a worker that will find it bad.
-
-    The log names each webhook subscriber as its warnings will, by origin and key, beside its
-    place in PLANTSTORE_WEBHOOK_URLS: so an operator can tell which URL a warning is about,
-    though several share a host, and the log shows no path, query or password.
+    With a shared store, the metrics' directory (PROMETHEUS_MULTIPROC_DIR), which each worker's
+    prometheus_client reads when first imported, after the fork. With no token configured, one
+    in a file only this user can read, so the service never runs open; the log names the file,
+    never the token. With a tokens file, the directory of its last good tokens
+    (`plantstore.tokens.last_good`), for a worker that will find the file bad. And a log line
+    naming each webhook subscriber as its warnings will, by origin and key: no path, query or
+    password.
     """
     global _tokens_kept_in
     _remove_stale_directories()
