@@ -20,7 +20,7 @@ from bench.server import WARM_UP_REQUESTS, Listener, Peer, Server, server_enviro
 from bench.stock import document
 from bench.wrk import ensure_wrk, wrk_load
 from plantstore.api.conditions import etag_of
-from plantstore.api.token_file import line_for
+from plantstore.tokens.file import line_for
 
 _Key = TypeVar("_Key")
 

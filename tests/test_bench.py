@@ -44,13 +44,13 @@ from bench.stock import (
     fill_sqlite_feed,
 )
 from plantstore.api.conditions import etag_of
-from plantstore.api.token_file import read_tokens_file
 from plantstore.app import create_app
 from plantstore.core.events import Event
 from plantstore.serving.settings import read_settings
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres_batch import POSITIONS_PER_TRANSACTION
+from plantstore.tokens.file import read_tokens_file
 from tests.postgres_server import PostgresServer
 from tests.webhook_receiver import Delivery
 

@@ -10,7 +10,6 @@ import pytest
 from gunicorn.config import Config as GunicornConfig
 from gunicorn.http import message
 
-from plantstore.api.token_file import read_tokens_file
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
 from plantstore.serving import legacy
 from plantstore.serving.settings import (
@@ -18,6 +17,7 @@ from plantstore.serving.settings import (
     exposed_tokens_warning,
     read_settings,
 )
+from plantstore.tokens.file import read_tokens_file
 from tests.gunicorn_server import ROOT
 
 

@@ -10,10 +10,10 @@ import falcon.testing
 from gunicorn.config import Config as GunicornConfig
 
 from plantstore.api.errors import RETRY_AFTER_SECONDS
-from plantstore.api.tokens import Tokens
 from plantstore.app import create_app
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
 from plantstore.stores.memory import MemoryStore
+from plantstore.tokens.accepted import Tokens
 from tests.conftest import TOKEN
 from tests.gunicorn_server import ROOT
 from tests.nginx_proxy import (
