@@ -64,3 +64,25 @@ def test_a_sighup_ends_the_waits_of_the_workers_it_replaces(tmp_path):
             server.wait_for_stderr(rf"Worker exiting \(pid: {worker}\)")
     finally:
         server.stop()
+
+
+def test_a_worker_lets_a_quarter_of_the_threads_it_is_given_wait():
+    """`--threads 8`: two requests wait for the next event, and a third is answered at once,
+    as if it had not asked to wait, leaving the worker's threads to serve."""
+    environ = server_environ(PLANTSTORE_TOKENS=TOKEN, GUNICORN_CMD_ARGS="--threads 8")
+    server = GunicornServer(environ)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            waits = [wait_in_the_feed(server, pool)]
+            waits.append(pool.submit(server.request, "GET", "/events?wait=30", None, AUTH))
+            deadline = time.monotonic() + 30
+            while waiting_requests(server) < 2:  # bounded poll of the worker's own gauge
+                assert time.monotonic() < deadline, "the second request never waited"
+                assert not waits[1].done(), waits[1].result()
+            began = time.monotonic()
+            status, _, body = server.request("GET", "/events?wait=30", headers=AUTH)
+            assert (status, json.loads(body)["events"]) == (200, [])
+            assert time.monotonic() - began < 5
+            assert waiting_requests(server) == 2
+    finally:
+        server.stop()
