@@ -12,7 +12,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from tests.gunicorn_server import ROOT, GunicornServer, server_environ
+from plantstore.testing.gunicorn_server import ROOT, GunicornServer, server_environ
 
 SITE = ROOT / "deploy" / "nginx.conf"
 UNIT = ROOT / "deploy" / "plantstore.service"

@@ -51,8 +51,8 @@ from plantstore.serving.settings import read_settings
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres_batch import POSITIONS_PER_TRANSACTION
-from tests.postgres_server import PostgresServer
-from tests.webhook_receiver import Delivery
+from plantstore.testing.postgres_server import PostgresServer
+from plantstore.testing.webhook_receiver import Delivery
 
 #: The floor, and every case the bench holds to a target.
 CASES = ["floor", *inprocess.CASES]

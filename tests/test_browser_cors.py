@@ -20,7 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as shown
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.gunicorn_server import GunicornServer, server_environ
+from plantstore.testing.gunicorn_server import GunicornServer, server_environ
 
 pytestmark = pytest.mark.slow
 

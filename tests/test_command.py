@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.gunicorn_server import (
+from plantstore.testing.gunicorn_server import (
     GUNICORN,
     PLANTSTORE,
     ROOT,

@@ -18,7 +18,7 @@ from plantstore.serving.settings import (
     exposed_tokens_warning,
     read_settings,
 )
-from tests.gunicorn_server import ROOT
+from plantstore.testing.gunicorn_server import ROOT
 
 
 def test_tokens_come_from_the_variable_and_the_file(tmp_path):

@@ -9,8 +9,8 @@ from plantstore.app import create_app
 from plantstore.config import Config, ConfigError
 from plantstore.core.stores import StoreUnavailable
 from plantstore.stores.memory import MemoryStore
+from plantstore.testing.gunicorn_server import run_to_exit
 from tests.conftest import TOKEN
-from tests.gunicorn_server import run_to_exit
 
 SHOP = "https://shop.example"
 DEV = "http://localhost:5173"

@@ -14,8 +14,8 @@ from plantstore.api.tokens import Tokens
 from plantstore.app import create_app
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
 from plantstore.stores.memory import MemoryStore
+from plantstore.testing.gunicorn_server import ROOT
 from tests.conftest import TOKEN
-from tests.gunicorn_server import ROOT
 from tests.nginx_proxy import (
     DEBIAN_NGINX,
     SITE,

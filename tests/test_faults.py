@@ -5,7 +5,8 @@ A kill ends processes, not the machine: what they wrote is in the kernel's page 
 the PostgreSQL server, which goes on running. So a kill finds out an answer given before its
 change was committed (written behind, or left for a later commit), not one given before the
 commit's sync reached the disk: that is what SQLite's `synchronous = FULL` and PostgreSQL's
-`fsync` are for, and why the tests' cluster may run with `fsync` off (tests/postgres_server.py).
+`fsync` are for, and why the tests' cluster may run with `fsync` off
+(plantstore/testing/postgres_server.py).
 """
 
 import concurrent.futures
@@ -21,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from plantstore.stores import open_store
-from tests.gunicorn_server import GunicornServer, server_environ
-from tests.load import Load, generate_load
+from plantstore.testing.gunicorn_server import GunicornServer, server_environ
+from plantstore.testing.wrk import Load, generate_load
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.gunicorn_server import GunicornServer, send, server_environ
+from plantstore.testing.gunicorn_server import GunicornServer, send, server_environ
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.gunicorn_server import GunicornServer, server_environ
+from plantstore.testing.gunicorn_server import GunicornServer, server_environ
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.gunicorn_server import ROOT, GunicornServer, send, server_environ
+from plantstore.testing.gunicorn_server import ROOT, GunicornServer, send, server_environ
 
 pytestmark = pytest.mark.slow
 

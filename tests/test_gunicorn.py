@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gunicorn_server import (
+from plantstore.testing.gunicorn_server import (
     GUNICORN,
     PLANTSTORE,
     ROOT,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from plantstore.testing.gunicorn_server import GunicornServer, server_environ
 from tests.concurrency import at_once
-from tests.gunicorn_server import GunicornServer, server_environ
 
 TOKEN = "race-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from plantstore.testing.gunicorn_server import GunicornServer, server_environ
 from tests.concurrency import at_once
-from tests.gunicorn_server import GunicornServer, server_environ
 
 TOKEN = "gunicorn-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gunicorn_server import ROOT
+from plantstore.testing.gunicorn_server import ROOT
 
 MODULES = sorted(
     ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")

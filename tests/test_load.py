@@ -3,12 +3,13 @@ memory that grows by the stored plants alone."""
 
 import re
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
 from plantstore.stores.memory import MemoryStore
-from tests.gunicorn_server import GunicornServer, server_environ
-from tests.load import generate_load, rss_bytes
+from plantstore.testing.gunicorn_server import GunicornServer, server_environ
+from plantstore.testing.wrk import generate_load
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +20,7 @@ ALLOCATOR_OVERHEAD, MEMORY_SLACK = 1.5, 4 * 2**20
 
 
 def plant(plant_id: int) -> bytes:
-    """The document the service keeps for a plant of the load (`tests.load`)."""
+    """The document the service keeps for a plant of the load (`plantstore.testing.wrk`)."""
     return b'{"name":"plant-%d","tag":"tree"}' % plant_id
 
 
@@ -36,6 +37,14 @@ def store_growth(ids: list[int], kept: list[int]) -> int:
         return tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
+
+
+def rss_bytes(pid: int) -> int:
+    """The resident memory of a process, as the kernel counts it."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise LookupError(f"no VmRSS for process {pid}")
 
 
 def test_a_minute_of_creates(tmp_path, note_figure):

@@ -24,7 +24,7 @@ from plantstore.operations.logs import (
     current_request_id,
 )
 from plantstore.stores.memory import MemoryStore
-from tests.gunicorn_server import ROOT
+from plantstore.testing.gunicorn_server import ROOT
 
 
 @pytest.fixture

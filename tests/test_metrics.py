@@ -21,9 +21,9 @@ from plantstore.core.stores import StoreUnavailable
 from plantstore.operations.health import READY_ANSWER_SECONDS, ReadinessCheck
 from plantstore.operations.metrics import MetricsEndpoint, process_metrics
 from plantstore.stores.memory import MemoryStore
+from plantstore.testing.gunicorn_server import ROOT, GunicornServer, run_to_exit, server_environ
 from tests.concurrency import at_once
 from tests.conftest import TOKEN
-from tests.gunicorn_server import ROOT, GunicornServer, run_to_exit, server_environ
 from tests.raw_http import parse_answers, read_until_closed
 from tests.test_faults import replacements, wait_for
 from tests.test_readiness import Clock

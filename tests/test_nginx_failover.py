@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gunicorn_server import GunicornServer, send, server_environ
+from plantstore.testing.gunicorn_server import GunicornServer, send, server_environ
 from tests.nginx_proxy import NginxProxy, unit_gunicorn_flags
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.gunicorn_server import GunicornServer, server_environ
+from plantstore.testing.gunicorn_server import GunicornServer, server_environ
 from tests.nginx_proxy import NginxProxy, unit_gunicorn_flags
 from tests.site_text import error_pages, page
 

@@ -26,7 +26,7 @@ from plantstore.api.schemas import (
     PlantSchema,
 )
 from plantstore.core.events import Event, EventKind
-from tests.gunicorn_server import ROOT
+from plantstore.testing.gunicorn_server import ROOT
 
 
 @pytest.fixture

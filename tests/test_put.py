@@ -16,8 +16,8 @@ import pytest
 
 from plantstore.api.media import ACCEPTED
 from plantstore.app import create_app
+from plantstore.testing.gunicorn_server import ROOT
 from tests.conftest import TOKEN
-from tests.gunicorn_server import ROOT
 from tests.test_plants import MALFORMED, NOT_JSON_IN_UTF_8, NOT_PLANTS, assert_error, chunked, post
 from tests.test_read_list_delete import NOT_IDS, create, listed
 from tests.test_webhooks import service

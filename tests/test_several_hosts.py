@@ -20,10 +20,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.gunicorn_server import GunicornServer, send, server_environ
+from plantstore.testing.gunicorn_server import GunicornServer, send, server_environ
+from plantstore.testing.postgres_server import PostgresServer
+from plantstore.testing.webhook_receiver import SECRET, WebhookReceiver
 from tests.nginx_proxy import NginxProxy, unit_gunicorn_flags
-from tests.postgres_server import PostgresServer
-from tests.webhook_receiver import SECRET, WebhookReceiver
 
 pytestmark = pytest.mark.slow
 

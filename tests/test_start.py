@@ -10,7 +10,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.gunicorn_server import PLANTSTORE, GunicornServer, run_to_exit, server_environ
+from plantstore.testing.gunicorn_server import (
+    PLANTSTORE,
+    GunicornServer,
+    run_to_exit,
+    server_environ,
+)
 
 SECRET = "hunter2"
 AUTH = {"Authorization": "Bearer t", "Content-Type": "application/json"}

@@ -37,9 +37,9 @@ from plantstore.stores.postgres_connections import (
     STATEMENT_SECONDS,
 )
 from plantstore.stores.sqlite import BUSY_TIMEOUT_SECONDS, WROTE_RECENTLY_SECONDS, SqliteStore
+from plantstore.testing.gunicorn_server import GunicornServer, server_environ
 from tests.concurrency import at_once
 from tests.conftest import TOKEN
-from tests.gunicorn_server import GunicornServer, server_environ
 
 FERN = {"id": 1, "name": "fern"}
 IVY = {"id": 2, "name": "ivy"}

@@ -17,8 +17,8 @@ from plantstore.core.events import Event, EventKind, subscriber_key
 from plantstore.stores import open_store
 from plantstore.stores import postgres_schema as postgres_steps
 from plantstore.stores import sqlite_schema as sqlite_steps
-from tests.gunicorn_server import GunicornServer, run_to_exit, server_environ
-from tests.webhook_receiver import SECRET
+from plantstore.testing.gunicorn_server import GunicornServer, run_to_exit, server_environ
+from plantstore.testing.webhook_receiver import SECRET
 
 TOKEN = "upgrade-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}

@@ -22,12 +22,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from plantstore.testing.gunicorn_server import GunicornServer, server_environ
+from plantstore.testing.webhook_receiver import SECRET, WebhookReceiver
 from plantstore.webhooks.deliverer import SENDERS, backoff
 from tests.concurrency import at_once
 from tests.conftest import TOKEN
-from tests.gunicorn_server import GunicornServer, server_environ
 from tests.test_metrics import scrape_server
-from tests.webhook_receiver import SECRET, WebhookReceiver
 
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 WORKERS = 2

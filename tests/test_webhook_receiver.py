@@ -10,7 +10,12 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks import Webhook
 
-from tests.webhook_receiver import SECRET, TRICKLE_SECONDS, TRICKLED_BODY, WebhookReceiver
+from plantstore.testing.webhook_receiver import (
+    SECRET,
+    TRICKLE_SECONDS,
+    TRICKLED_BODY,
+    WebhookReceiver,
+)
 
 EVENT = b'{"type":"plant.deleted","timestamp":"2026-11-23T19:00:00Z","data":{"id":7}}'
 

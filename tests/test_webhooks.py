@@ -31,12 +31,12 @@ from plantstore.core.events import subscriber_key
 from plantstore.core.stores import StoreUnavailable
 from plantstore.operations.metrics import process_metrics
 from plantstore.stores.memory import MemoryStore
+from plantstore.testing.gunicorn_server import ROOT, GunicornServer, server_environ
+from plantstore.testing.webhook_receiver import SECRET, WebhookReceiver
 from plantstore.webhooks.deliverer import SENDERS, Deliverer, backoff
 from plantstore.webhooks.subscribers import origin
 from tests.conftest import TOKEN
-from tests.gunicorn_server import ROOT, GunicornServer, server_environ
 from tests.test_metrics import scrape_server, sqlite_workers
-from tests.webhook_receiver import SECRET, WebhookReceiver
 
 FERN = b'{"name":"fern","tag":"green"}'
 ROSE = {"name": "rose", "tag": "red"}

@@ -1,4 +1,5 @@
-"""Run the real `gunicorn -c gunicorn.conf.py` (or `plantstore serve`) on a socket the test owns."""
+"""Run the real `gunicorn -c gunicorn.conf.py` (or `plantstore serve`) on a socket the caller
+owns: the tests' servers, and the bench's."""
 
 import contextlib
 import http.client
@@ -12,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+#: The checkout: gunicorn runs its `gunicorn.conf.py`, from there.
+ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"]
 #: The `plantstore` command that `pip install` put beside this Python.
 PLANTSTORE = str(Path(sys.executable).parent / "plantstore")

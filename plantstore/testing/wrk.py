@@ -1,12 +1,42 @@
-"""Load on loopback from wrk (the bench's `plants.lua`): bounded in time, it stops by itself."""
+"""Load on loopback from wrk, with `plants.lua`: the script the bench measures with and the load
+tests create plants with. A run is bounded in time and stops by itself."""
 
+import json
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.wrk import run_script
-
+SCRIPT = Path(__file__).with_name("plants.lua")
 WRK = shutil.which("wrk") or "/usr/bin/wrk"
+
+
+def run_script(
+    wrk: str, port: int, seconds: float, connections: int, token: str, *mode: str
+) -> dict:
+    """Run `plants.lua` in one wrk thread with `mode` (see the script), and give its figures."""
+    completed = subprocess.run(
+        [
+            wrk,
+            "-t1",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--timeout=10s",
+            "-s",
+            str(SCRIPT),
+            f"http://127.0.0.1:{port}/plants",
+            "--",
+            token,
+            "1",
+            *mode,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 60,
+    )
+    line = next(line for line in completed.stdout.splitlines() if line.startswith("BENCH "))
+    return json.loads(line.removeprefix("BENCH "))
 
 
 @dataclass
@@ -38,11 +68,3 @@ def generate_load(
         seconds=figures["seconds"],
         latency_p99_ms=figures["p99_us"] / 1e3,
     )
-
-
-def rss_bytes(pid: int) -> int:
-    """The resident memory of a process, as the kernel counts it."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise LookupError(f"no VmRSS for process {pid}")
