@@ -8,7 +8,7 @@ the service's own; the plants then go in as one bulk insert, in the rows the sto
 writes (the document and its `tag_key`), and ANALYZE lets the planner know the table as it is.
 The feed, when asked for, is one `created` event a plant, in id order, at consecutive
 positions, copied from the plants by one statement: what the service keeps after creating each.
-tests/test_bench.py checks that the service answers the same for them as for plants it made.
+bench/tests/test_bench.py checks that the service answers the same for them as for plants it made.
 """
 
 import sqlite3

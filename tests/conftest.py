@@ -16,7 +16,7 @@ from plantstore.runtime import Runtime
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from plantstore.testing.webhook_receiver import WebhookReceiver
-from tests.settled import settled
+from tests.support.settled import settled
 
 TOKEN = "test-token-1"
 SECOND_TOKEN = "test-token-2"
@@ -160,8 +160,9 @@ def pytest_terminal_summary(terminalreporter):
 
 @pytest.fixture
 def browser(tmp_path):
-    """A fresh headless Chromium (tests/browser.py; selenium comes with the `outside` extra)."""
-    from tests.browser import chromium
+    """A fresh headless Chromium (tests/support/browser.py; selenium comes with the `outside`
+    extra)."""
+    from tests.support.browser import chromium
 
     with chromium(tmp_path / "profile") as driver:
         yield driver

@@ -1,12 +1,12 @@
-"""schemathesis' hooks for tests/test_contract_fuzzing.py, which names this file: what the
+"""schemathesis' hooks for tests/api/test_contract_fuzzing.py, which names this file: what the
 document's JSON Schema cannot say, for the fuzzer to send valid data as the service takes it.
 
 - `GET /events?wait=` holds a request up to 30 s when no change comes, longer than the fuzzer
   waits for an answer, and the fuzzer makes no change while it waits: each valid `wait` it
-  draws goes as 0. tests/test_events.py holds the waits themselves.
+  draws goes as 0. tests/api/test_events.py holds the waits themselves.
 - A `PUT /plants/{id}` body may carry the plant's `id`, which must then be the path's: the
   document's `Plant` leaves it out (it cannot say "the path's"), and so does the fuzzer, where
-  it drew an `id` among the extra properties a `Plant` may hold. tests/test_put.py holds it.
+  it drew an `id` among the extra properties a `Plant` may hold. tests/api/test_put.py holds it.
 
 An invalid value goes as drawn, for the service to refuse.
 """

@@ -247,7 +247,7 @@ def test_each_bad_change_is_logged_once(rotating, tokens_file, clock, caplog):
 def test_a_worker_started_while_the_file_is_bad_accepts_the_listed_tokens_until_it_changes(
     tokens_file, clock, caplog
 ):
-    """With no last good tokens kept for it (tests/test_last_good_tokens.py has those)."""
+    """With no last good tokens kept for it (tests/api/test_last_good_tokens.py has those)."""
     rewrite(tokens_file, "not a token\n")
     app = falcon.App(middleware=[BearerAuth(Tokens(["listed"], str(tokens_file), clock))])
     app.add_route("/plants", Hello())

@@ -16,8 +16,8 @@ from selenium.webdriver.support import expected_conditions as shown
 from selenium.webdriver.support.ui import WebDriverWait
 
 from plantstore.testing.gunicorn_server import GunicornServer, send, server_environ
-from tests.browser import open_docs
-from tests.nginx_proxy import NginxProxy
+from tests.support.browser import open_docs
+from tests.support.nginx_proxy import NginxProxy
 
 pytestmark = pytest.mark.slow
 

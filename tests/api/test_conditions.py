@@ -19,10 +19,10 @@ from plantstore.api.conditions import ENTITY_TAGS_PATTERN, entity_tags
 from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.stores.memory import MemoryStore
+from tests.api.test_plants import assert_error, post
+from tests.api.test_put import FERN, ROSE, assert_kept, etag, put
 from tests.conftest import TOKEN
-from tests.linear_time import BOUND, LONGEST, assert_linear, at_most
-from tests.test_plants import assert_error, post
-from tests.test_put import FERN, ROSE, assert_kept, etag, put
+from tests.support.linear_time import BOUND, LONGEST, assert_linear, at_most
 
 #: The characters of an opaque tag, and those that are none: a header's bytes, as Latin-1.
 ETAGC = st.characters(codec="latin-1", min_codepoint=0x21, exclude_characters='"\x7f')

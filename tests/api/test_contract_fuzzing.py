@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.nginx_proxy import Deployment
+from tests.support.nginx_proxy import Deployment
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from plantstore.api.docs import PAGE, PAGE_FILES, swagger_ui_assets
-from tests.test_read_list_delete import assert_head_answers_as_get
+from tests.api.test_read_list_delete import assert_head_answers_as_get
 
 
 class References(HTMLParser):

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plantstore.api.media import media_type_and_parameters
-from tests.linear_time import LONGEST, assert_linear
-from tests.test_put import FERN
+from tests.api.test_put import FERN
+from tests.support.linear_time import LONGEST, assert_linear
 
 #: Pieces of a `Content-Type`, most of them what Falcon's reading turns on.
 PIECES = st.sampled_from(

@@ -235,7 +235,7 @@ def test_the_list_tells_that_a_page_holds_a_mebibyte_at_most(document):
 
 
 #: Routes for people, not for clients: the docs page, its address with a slash, and its files
-#: (see tests/test_docs_page.py).
+#: (see tests/api/test_docs_page.py).
 UNDESCRIBED = {"/docs", "/docs/", "/docs/{id}"}
 
 

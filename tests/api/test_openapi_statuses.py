@@ -3,7 +3,7 @@
 The document derives most of an operation's statuses from what its responder takes (a body,
 conditions, a token, the store: plantstore/api/openapi/paths.py). Here the same requests, each
 a way to fail, go to every operation the document lists, and what the app answers is held to
-what the document says, both ways. The examples' session (tests/test_openapi.py) shows a few
+what the document says, both ways. The examples' session (tests/api/test_openapi.py) shows a few
 of these answers in full; this finds every status, of every operation.
 """
 

@@ -17,10 +17,17 @@ import pytest
 from plantstore.api.media import ACCEPTED
 from plantstore.app import create_app
 from plantstore.testing.gunicorn_server import ROOT
+from tests.api.test_plants import (
+    MALFORMED,
+    NOT_JSON_IN_UTF_8,
+    NOT_PLANTS,
+    assert_error,
+    chunked,
+    post,
+)
+from tests.api.test_read_list_delete import NOT_IDS, create, listed
 from tests.conftest import TOKEN
-from tests.test_plants import MALFORMED, NOT_JSON_IN_UTF_8, NOT_PLANTS, assert_error, chunked, post
-from tests.test_read_list_delete import NOT_IDS, create, listed
-from tests.test_webhooks import service
+from tests.webhooks.test_webhooks import service
 
 FERN = {"name": "fern", "tag": "green"}
 ROSE = {"name": "rose", "tag": "red"}
@@ -251,7 +258,7 @@ import falcon.testing
 from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.stores.memory import MemoryStore
-from tests.test_put import PLANTS
+from tests.api.test_put import PLANTS
 
 client = falcon.testing.TestClient(
     create_app(Config(tokens=frozenset({"t"})), MemoryStore()),

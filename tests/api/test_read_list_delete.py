@@ -10,8 +10,8 @@ from plantstore.api.schemas import MAX_PAGE_BYTES
 from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.core.plants import ID_BYTES
+from tests.api.test_plants import assert_error, post
 from tests.conftest import TOKEN
-from tests.test_plants import assert_error, post
 
 
 def create(client, plant_id, name="fern", tag=None):

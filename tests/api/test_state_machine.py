@@ -26,10 +26,10 @@ from plantstore.core.plants import stored_plant
 from plantstore.core.stores import PlantStore
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
+from tests.api.test_plants import assert_error
 from tests.conftest import TOKEN
-from tests.settled import settled
-from tests.test_plants import assert_error
-from tests.test_store_contract import expected_page
+from tests.stores.test_store_contract import expected_page
+from tests.support.settled import settled
 
 CONFIG = Config(tokens=frozenset({TOKEN}))
 #: Few ids, so that steps meet the same ones; the int64 extremes among them.

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from plantstore.api.tokens import CHECK_INTERVAL, Tokens
-from tests.test_auth import Clock, rewrite
+from tests.api.test_auth import Clock, rewrite
 
 
 def digest(token: str) -> str:

@@ -22,11 +22,11 @@ from plantstore.operations.health import READY_ANSWER_SECONDS, ReadinessCheck
 from plantstore.operations.metrics import MetricsEndpoint, process_metrics
 from plantstore.stores.memory import MemoryStore
 from plantstore.testing.gunicorn_server import ROOT, GunicornServer, run_to_exit, server_environ
-from tests.concurrency import at_once
 from tests.conftest import TOKEN
-from tests.raw_http import parse_answers, read_until_closed
-from tests.test_faults import replacements, wait_for
-from tests.test_readiness import Clock
+from tests.operations.test_readiness import Clock
+from tests.serving.test_faults import replacements, wait_for
+from tests.support.concurrency import at_once
+from tests.support.raw_http import parse_answers, read_until_closed
 
 FERN = {"id": 1, "name": "fern", "tag": "green"}
 
@@ -421,7 +421,7 @@ _EVERY_KIND = """
 import falcon.testing
 from plantstore.app import create_app
 from plantstore.config import Config
-from tests.test_metrics import OutageAtSeven, call_refused_before_middleware
+from tests.operations.test_metrics import OutageAtSeven, call_refused_before_middleware
 
 app = create_app(Config(tokens=frozenset({"t"})), OutageAtSeven())
 client = falcon.testing.TestClient(app, headers={"Authorization": "Bearer t"})

@@ -12,8 +12,8 @@ import urllib.request
 
 import pytest
 
-from tests.test_faults import replacements, wait_for
-from tests.test_metrics import sqlite_workers
+from tests.operations.test_metrics import sqlite_workers
+from tests.serving.test_faults import replacements, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
 from plantstore.stores.memory import MemoryStore
 from plantstore.testing.gunicorn_server import ROOT
 from tests.conftest import TOKEN
-from tests.nginx_proxy import (
+from tests.support.nginx_proxy import (
     DEBIAN_NGINX,
     SITE,
     readme_deployment,
@@ -24,7 +24,7 @@ from tests.nginx_proxy import (
     unit_gunicorn_flags,
     unit_settings,
 )
-from tests.site_text import block, error_pages, page, setting
+from tests.support.site_text import block, error_pages, page, setting
 
 NGINX_SIZE = re.compile(r"(\d+)([km]?)")
 
@@ -229,7 +229,7 @@ def test_the_methods_the_site_passes_on_are_the_ones_the_service_answers():
 
 
 def test_the_upstreams_comment_shows_how_to_list_several_hosts():
-    """A `server` line for each host, as tests/nginx_proxy.py renders them, the unit's
+    """A `server` line for each host, as tests/support/nginx_proxy.py renders them, the unit's
     gunicorn bound to TCP on one of them, and its FORWARDED_ALLOW_IPS naming nginx's hosts."""
     site = SITE.read_text()
     comment = site[: site.index("\nupstream plantstore {")].rsplit("\n\n", 1)[1]

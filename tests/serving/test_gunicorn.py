@@ -22,8 +22,8 @@ from plantstore.testing.gunicorn_server import (
     run_to_exit,
     server_environ,
 )
-from tests.raw_http import exchange, parse_answers
-from tests.test_auth import changed_at
+from tests.api.test_auth import changed_at
+from tests.support.raw_http import exchange, parse_answers
 
 TOKEN = "gunicorn-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -427,7 +427,7 @@ def test_a_body_read_through_keeps_the_connection_for_the_next_request(server):
     ids=["a chunk size that is no hex", "a chunk without its CRLF", "a close mid-chunk"],
 )
 def test_a_chunked_body_gunicorn_cannot_read_to_its_end_is_the_apps_400(server, body):
-    """What gunicorn raises as the app reads (tests/test_broken_bodies.py has the why)."""
+    """What gunicorn raises as the app reads (tests/api/test_broken_bodies.py has the why)."""
     head = "POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
     head += f"Transfer-Encoding: chunked\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
     (answer,) = parse_answers(exchange(server.port, head.encode() + body))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from plantstore.testing.gunicorn_server import GunicornServer, server_environ
-from tests.concurrency import at_once
+from tests.support.concurrency import at_once
 
 TOKEN = "race-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}

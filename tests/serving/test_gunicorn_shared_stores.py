@@ -5,7 +5,7 @@ import json
 import pytest
 
 from plantstore.testing.gunicorn_server import GunicornServer, server_environ
-from tests.concurrency import at_once
+from tests.support.concurrency import at_once
 
 TOKEN = "gunicorn-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}

@@ -13,8 +13,14 @@ import pytest
 
 from plantstore.api.docs import swagger_ui_assets
 from plantstore.testing.gunicorn_server import TOO_LARGE
-from tests.nginx_proxy import Deployment, site_seconds
-from tests.raw_http import Answer, parse_answers, read_answer, read_until_closed, request_head
+from tests.support.nginx_proxy import Deployment, site_seconds
+from tests.support.raw_http import (
+    Answer,
+    parse_answers,
+    read_answer,
+    read_until_closed,
+    request_head,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from plantstore.testing.gunicorn_server import TOO_LARGE, GunicornServer, send, server_environ
-from tests.nginx_proxy import NginxProxy, unit_gunicorn_flags
+from tests.support.nginx_proxy import NginxProxy, unit_gunicorn_flags
 
 pytestmark = pytest.mark.slow
 

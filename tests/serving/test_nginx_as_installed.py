@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.nginx_proxy import (
+from tests.support.nginx_proxy import (
     DEBIAN_NGINX,
     SITE,
     DebianNginx,
@@ -25,7 +25,7 @@ from tests.nginx_proxy import (
     readme_nginx_steps,
     site_seconds,
 )
-from tests.raw_http import answer_then_close, read_until_closed, request_head
+from tests.support.raw_http import answer_then_close, read_until_closed, request_head
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from plantstore.testing.gunicorn_server import GunicornServer, send, server_environ
-from tests.nginx_proxy import NginxProxy, unit_gunicorn_flags
+from tests.support.nginx_proxy import NginxProxy, unit_gunicorn_flags
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from plantstore.testing.gunicorn_server import GunicornServer, server_environ
-from tests.nginx_proxy import NginxProxy, unit_gunicorn_flags
-from tests.site_text import error_pages, page
+from tests.support.nginx_proxy import NginxProxy, unit_gunicorn_flags
+from tests.support.site_text import error_pages, page
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ import pytest
 from plantstore.testing.gunicorn_server import GunicornServer, send, server_environ
 from plantstore.testing.postgres_server import PostgresServer
 from plantstore.testing.webhook_receiver import SECRET, WebhookReceiver
-from tests.nginx_proxy import NginxProxy, unit_gunicorn_flags
+from tests.support.nginx_proxy import NginxProxy, unit_gunicorn_flags
 
 pytestmark = pytest.mark.slow
 

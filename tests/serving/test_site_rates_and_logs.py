@@ -6,8 +6,8 @@ import re
 from plantstore.api.auth import BEARER
 from plantstore.api.errors import RETRY_AFTER_SECONDS
 from plantstore.config import is_token
-from tests.nginx_proxy import SITE
-from tests.site_text import block, error_pages, page, setting
+from tests.support.nginx_proxy import SITE
+from tests.support.site_text import block, error_pages, page, setting
 
 #: nginx 1.22 on 64-bit, src/core/ngx_rbtree.h and src/http/modules/ngx_http_limit_req_module.c:
 #: a state is `offsetof(ngx_rbtree_node_t, color)` (key, left, right, parent: 32 bytes), then

@@ -2,7 +2,7 @@
 `PLANTSTORE_STORE_WAIT` seconds for it, then stops with one `plantstore:` line naming
 `PLANTSTORE_STORE` and why: never a password, never a traceback, no retries logged. `plantstore
 check` says the same. A store lost after a good start is the workers' to wait for, answering 503
-meanwhile (tests/test_unavailable.py)."""
+meanwhile (tests/stores/test_unavailable.py)."""
 
 import json
 import time

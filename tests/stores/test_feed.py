@@ -15,7 +15,7 @@ from plantstore.core.events import EventKind
 from plantstore.core.plants import ConditionFailed
 from plantstore.core.stores import CursorGone, PlantStore
 from plantstore.stores.memory import MemoryStore
-from tests.test_store_contract import document
+from tests.stores.test_store_contract import document
 
 #: Few ids, so that changes often meet a plant that an earlier one made, changed or deleted.
 few_ids = st.integers(min_value=0, max_value=3)

@@ -39,8 +39,8 @@ from plantstore.stores.postgres_connections import STATEMENT_SECONDS
 from plantstore.stores.postgres_schema import migrate
 from plantstore.stores.sqlite import SqliteStore
 from tests.conftest import TOKEN
-from tests.test_store_contract import document
-from tests.test_unavailable import assert_unavailable, fill
+from tests.stores.test_store_contract import document
+from tests.stores.test_unavailable import assert_unavailable, fill
 
 #: Seconds a test waits for what should come at once, before it fails rather than hangs.
 PATIENCE = 10

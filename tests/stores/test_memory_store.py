@@ -7,7 +7,7 @@ import orjson
 
 from plantstore.api.schemas import MAX_PAGE_BYTES
 from plantstore.stores.memory import MemoryStore
-from tests.test_store_contract import race_adds_and_deletes
+from tests.stores.test_store_contract import race_adds_and_deletes
 
 
 def add_plants(store: MemoryStore, count: int) -> None:

@@ -13,7 +13,7 @@ from plantstore.core.plants import ConditionFailed, Put
 from plantstore.core.stores import StoreUnavailable
 from plantstore.stores import open_store
 from plantstore.stores.postgres import PostgresStore
-from tests.concurrency import at_once
+from tests.support.concurrency import at_once
 
 #: Subscribers' keys, as the deliverer names them (`subscriber_key`).
 SUBSCRIBERS = ("3f2a9c1b0d4e5f67", "0123456789abcdef")

@@ -17,8 +17,8 @@ from plantstore.core.plants import ID_BYTES, ConditionFailed, Page, Put, stored_
 from plantstore.core.stores import PlantStore
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
-from tests.concurrency import at_once
-from tests.settled import pool_of
+from tests.support.concurrency import at_once
+from tests.support.settled import pool_of
 
 FERN = b'{"name":"fern"}'
 ROSE = b'{"name":"rose","tag":"red"}'
@@ -484,7 +484,8 @@ def model():
 @pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
 def test_the_postgresql_store_of_property_tests_has_no_connection_left_to_make(any_store):
     """Calls one at a time take the one connection its pool opened with: the pool makes no
-    other, whose use of `random` hypothesis would see while it draws (`tests/settled.py`)."""
+    other, whose use of `random` hypothesis would see while it draws
+    (`tests/support/settled.py`)."""
     for plant_id in range(3):
         any_store.add(plant_id, document("fern"))
         assert any_store.get(plant_id) == document("fern")

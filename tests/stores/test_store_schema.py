@@ -21,7 +21,7 @@ from plantstore.stores import postgres_schema as postgres_steps
 from plantstore.stores import sqlite_schema as sqlite_steps
 from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sqlite import SqliteStore
-from tests.concurrency import at_once
+from tests.support.concurrency import at_once
 
 #: Plants as 1.0.0 kept them, with tags that SQL's JSON functions get wrong.
 OLD_PLANTS = {

@@ -38,8 +38,8 @@ from plantstore.stores.postgres_connections import (
 )
 from plantstore.stores.sqlite import BUSY_TIMEOUT_SECONDS, WROTE_RECENTLY_SECONDS, SqliteStore
 from plantstore.testing.gunicorn_server import GunicornServer, server_environ
-from tests.concurrency import at_once
 from tests.conftest import TOKEN
+from tests.support.concurrency import at_once
 
 FERN = {"id": 1, "name": "fern"}
 IVY = {"id": 2, "name": "ivy"}

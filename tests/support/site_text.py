@@ -4,7 +4,7 @@ service it fronts."""
 import json
 import re
 
-from tests.nginx_proxy import SITE
+from tests.support.nginx_proxy import SITE
 
 
 def block(opening: str) -> str:

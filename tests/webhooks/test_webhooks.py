@@ -36,7 +36,7 @@ from plantstore.testing.webhook_receiver import SECRET, WebhookReceiver
 from plantstore.webhooks.deliverer import SENDERS, Deliverer, backoff
 from plantstore.webhooks.subscribers import origin
 from tests.conftest import TOKEN
-from tests.test_metrics import scrape_server, sqlite_workers
+from tests.operations.test_metrics import scrape_server, sqlite_workers
 
 FERN = b'{"name":"fern","tag":"green"}'
 ROSE = {"name": "rose", "tag": "red"}
