@@ -1,9 +1,6 @@
 """Every plant operation needs an accepted bearer token; tokens are never echoed."""
 
-import itertools
 import logging
-import os
-import time
 
 import falcon.testing
 import pytest
@@ -14,6 +11,8 @@ from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.stores.memory import MemoryStore
 from tests.conftest import SECOND_TOKEN, TOKEN
+from tests.support.clock import Clock
+from tests.support.tokens_file import changed_at, rewrite
 
 PLANT = {"id": 1, "name": "fern"}
 #: Why the file's reader refuses a line with a space in its token: the second word is no field.
@@ -95,35 +94,6 @@ def test_an_app_with_another_token_refuses_ours():
         "/plants", json=PLANT, headers={"Authorization": f"Bearer {TOKEN}"}
     )
     assert result.status_code == 401
-
-
-class Clock:
-    """A monotonic clock that moves only when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-#: Modification times of their own for each rewrite, which a test may make within one tick of
-#: the file system's clock.
-_mtimes = itertools.count(10**18, 10**9)
-
-
-def rewrite(path, content: str | bytes) -> None:
-    if isinstance(content, str):
-        content = content.encode()
-    path.write_bytes(content)
-    mtime = next(_mtimes)
-    os.utime(path, ns=(mtime, mtime))
-
-
-def changed_at(path) -> str:
-    """When the file at `path` was last changed, as the log says it."""
-    changed = time.localtime(path.stat().st_ctime_ns // 10**9)
-    return time.strftime("%Y-%m-%d %H:%M:%S %z", changed)
 
 
 @pytest.fixture

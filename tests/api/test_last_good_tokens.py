@@ -11,8 +11,9 @@ import pytest
 from plantstore.api.last_good_tokens import LastGoodTokens
 from plantstore.api.token_file import SCOPES, Version, read_tokens_file, version_of
 from plantstore.api.tokens import CHECK_INTERVAL, Tokens
-from tests.api.test_auth import Clock, changed_at, rewrite
 from tests.api.test_tokens import digest, granted
+from tests.support.clock import Clock
+from tests.support.tokens_file import changed_at, rewrite
 
 BAD = "new-token\nnot a token\n"
 #: Why the file's reader refuses BAD.

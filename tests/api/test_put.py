@@ -27,7 +27,7 @@ from tests.api.test_plants import (
 )
 from tests.api.test_read_list_delete import NOT_IDS, create, listed
 from tests.conftest import TOKEN
-from tests.webhooks.test_webhooks import service
+from tests.support.clients import service
 
 FERN = {"name": "fern", "tag": "green"}
 ROSE = {"name": "rose", "tag": "red"}

@@ -20,7 +20,8 @@ from plantstore.api.tokens import Tokens
 from plantstore.app import create_app
 from plantstore.config import ConfigError
 from plantstore.stores.memory import MemoryStore
-from tests.api.test_auth import Clock, rewrite
+from tests.support.clock import Clock
+from tests.support.tokens_file import rewrite
 
 READER, WRITER, SCRAPER, EVERYTHING = "reader-token", "writer-token", "scraper-token", "all-token"
 LOADER = "loader-token"

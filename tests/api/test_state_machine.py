@@ -28,7 +28,7 @@ from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.api.test_plants import assert_error
 from tests.conftest import TOKEN
-from tests.stores.test_store_contract import expected_page
+from tests.support.pages import expected_page
 from tests.support.settled import settled
 
 CONFIG = Config(tokens=frozenset({TOKEN}))

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from plantstore.api.tokens import CHECK_INTERVAL, Tokens
-from tests.api.test_auth import Clock, rewrite
+from tests.support.clock import Clock
+from tests.support.tokens_file import rewrite
 
 
 def digest(token: str) -> str:

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 from importlib.metadata import version
-from pathlib import Path
 
 import falcon.testing
 import pytest
@@ -23,10 +22,10 @@ from plantstore.operations.metrics import MetricsEndpoint, process_metrics
 from plantstore.stores.memory import MemoryStore
 from plantstore.testing.gunicorn_server import ROOT, GunicornServer, run_to_exit, server_environ
 from tests.conftest import TOKEN
-from tests.operations.test_readiness import Clock
-from tests.serving.test_faults import replacements, wait_for
+from tests.support.clock import Clock
 from tests.support.concurrency import at_once
 from tests.support.raw_http import parse_answers, read_until_closed
+from tests.support.workers import replacements, scrape_server, sqlite_workers, wait_for
 
 FERN = {"id": 1, "name": "fern", "tag": "green"}
 
@@ -479,36 +478,6 @@ def test_both_modes_give_the_same_series(tmp_path):
     assert single[("plantstore_plants_created_total",)] == 3
     assert single[("plantstore_plants_deleted_total",)] == 1
     assert single[("plantstore_store_unavailable_total", ("route", "/plants/{plant_id}"))] == 1
-
-
-def scrape_server(server) -> dict[tuple, float]:
-    status, _, body = server.request(
-        "GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
-    )
-    assert status == 200
-    return {
-        (sample.name, *sorted(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(body.decode())
-        for sample in family.samples
-    }
-
-
-def sqlite_workers(tmp_path, workers: int, log_dir=None, **environ) -> tuple[GunicornServer, Path]:
-    """gunicorn with `workers` workers on a SQLite store, and the directory of its temporary files.
-
-    The directory is its own, so that a test can tell what the run left there; `environ` adds
-    settings, or changes these.
-    """
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    settings = {
-        "PLANTSTORE_TOKENS": TOKEN,
-        "PLANTSTORE_STORE": f"sqlite:///{tmp_path / 'plants.db'}",
-        "WEB_CONCURRENCY": str(workers),
-        "TMPDIR": str(temporary),
-        **environ,
-    }
-    return GunicornServer(server_environ(**settings), log_dir=log_dir), temporary
 
 
 @pytest.mark.slow

@@ -12,8 +12,7 @@ import urllib.request
 
 import pytest
 
-from tests.operations.test_metrics import sqlite_workers
-from tests.serving.test_faults import replacements, wait_for
+from tests.support.workers import replacements, sqlite_workers, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -11,13 +11,7 @@ from plantstore.operations.health import READY_ANSWER_SECONDS, Readiness, Readin
 from plantstore.stores import sqlite as sqlite_store
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.sqlite import SqliteStore
-
-
-class Clock:
-    now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import Clock
 
 
 class AskedStore(MemoryStore):

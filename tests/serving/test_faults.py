@@ -24,6 +24,7 @@ import pytest
 from plantstore.stores import open_store
 from plantstore.testing.gunicorn_server import GunicornServer, server_environ
 from plantstore.testing.wrk import Load, generate_load
+from tests.support.workers import replacements, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -37,21 +38,6 @@ KILL_AFTER = 1000
 LOAD_SECONDS = 10
 
 durable = pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
-
-
-def wait_for(condition, what: str, patience: float = 30):
-    """Poll gunicorn's files or its process list, which announce nothing, for a bounded time."""
-    deadline = time.monotonic() + patience
-    while not (outcome := condition()):
-        assert time.monotonic() < deadline, f"waited {patience} s for {what}"
-        time.sleep(0.05)
-    return outcome
-
-
-def replacements(server, victim: int, count: int = 2) -> list[int] | None:
-    """The `count` workers, once the master has put a new one in place of `victim`."""
-    workers = server.worker_pids()
-    return workers if len(workers) == count and victim not in workers else None
 
 
 def sockets(pid: int) -> int:

@@ -22,8 +22,8 @@ from plantstore.testing.gunicorn_server import (
     run_to_exit,
     server_environ,
 )
-from tests.api.test_auth import changed_at
 from tests.support.raw_http import exchange, parse_answers
+from tests.support.tokens_file import changed_at
 
 TOKEN = "gunicorn-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}

@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from plantstore.testing.gunicorn_server import GunicornServer, send, server_environ
+from tests.support.held_commits import hold_commits_sql
 
 pytestmark = pytest.mark.slow
 
@@ -32,16 +33,7 @@ CATCH_UP_SECONDS = 60
 #: The advisory lock the test holds to hold a batch at its commit.
 COMMIT_LOCK = 0x66656564
 #: A check PostgreSQL makes at the commit of a plant named `held...`: it waits for the lock.
-HOLD_COMMITS = f"""
-CREATE FUNCTION wait_for_the_test() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_advisory_xact_lock_shared({COMMIT_LOCK});
-    RETURN NULL;
-END $$;
-CREATE CONSTRAINT TRIGGER wait_for_the_test AFTER INSERT ON plants
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-    WHEN (NEW.plant->>'name' LIKE 'held%') EXECUTE FUNCTION wait_for_the_test();
-"""
+HOLD_COMMITS = hold_commits_sql(COMMIT_LOCK, when="NEW.plant->>'name' LIKE 'held%'")
 #: The transaction held at its commit, once it waits for the lock.
 HELD = (
     "SELECT a.backend_xid::text::bigint FROM pg_locks l JOIN pg_stat_activity a USING (pid) "

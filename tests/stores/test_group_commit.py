@@ -41,6 +41,7 @@ from plantstore.stores.sqlite import SqliteStore
 from tests.conftest import TOKEN
 from tests.stores.test_store_contract import document
 from tests.stores.test_unavailable import assert_unavailable, fill
+from tests.support.held_commits import hold_commits_sql
 
 #: Seconds a test waits for what should come at once, before it fails rather than hangs.
 PATIENCE = 10
@@ -718,17 +719,8 @@ def test_no_sqlite_change_is_answered_before_its_batchs_commit_returned(
 
 #: The advisory lock that the test holds to hold a commit (`HOLD_COMMITS`).
 COMMIT_LOCK = 0x686F6C64
-#: A check PostgreSQL makes at each commit of a new plant: a deferred constraint trigger, which
-#: waits for `COMMIT_LOCK`.
-HOLD_COMMITS = f"""
-CREATE FUNCTION wait_for_the_test() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_advisory_xact_lock_shared({COMMIT_LOCK});
-    RETURN NULL;
-END $$;
-CREATE CONSTRAINT TRIGGER wait_for_the_test AFTER INSERT ON plants
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_for_the_test();
-"""
+#: A check PostgreSQL makes at each commit of a new plant: it waits for `COMMIT_LOCK`.
+HOLD_COMMITS = hold_commits_sql(COMMIT_LOCK)
 WAITING_FOR_THE_LOCK = (
     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
     "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"

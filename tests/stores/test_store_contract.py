@@ -13,11 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantstore.api.schemas import INT64_MAX, INT64_MIN, MAX_PAGE_BYTES, PlantSchema
-from plantstore.core.plants import ID_BYTES, ConditionFailed, Page, Put, stored_plant
+from plantstore.core.plants import ConditionFailed, Page, Put, stored_plant
 from plantstore.core.stores import PlantStore
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from tests.support.concurrency import at_once
+from tests.support.pages import expected_page
 from tests.support.settled import pool_of
 
 FERN = b'{"name":"fern"}'
@@ -177,21 +178,6 @@ def test_a_page_holds_the_ids_above_after(any_store, after):
     assert [
         plant_id for plant_id, _ in any_store.page(None, 2, None, MAX_PAGE_BYTES).plants
     ] == EDGE_IDS[:2]
-
-
-def expected_page(
-    plants: list[tuple[int, bytes]], limit: int, max_bytes: int
-) -> tuple[list[tuple[int, bytes]], bool]:
-    """The page the contract asks for from `plants` (those after `after`, in id order): up to
-    `limit`, each counted as its plant and ID_BYTES, within `max_bytes` but one at least; and
-    whether it is full (at `limit`, or cut short by a plant that does not fit)."""
-    taken, used = [], 0
-    for plant_id, plant in plants[:limit]:
-        used += len(plant) + ID_BYTES
-        if taken and used > max_bytes:
-            return taken, True
-        taken.append((plant_id, plant))
-    return taken, len(taken) == limit
 
 
 #: Plants of many sizes, from a few bytes to 20 KB, so that pages are cut after any of them.

@@ -26,8 +26,8 @@ from plantstore.testing.gunicorn_server import GunicornServer, server_environ
 from plantstore.testing.webhook_receiver import SECRET, WebhookReceiver
 from plantstore.webhooks.deliverer import SENDERS, backoff
 from tests.conftest import TOKEN
-from tests.operations.test_metrics import scrape_server
 from tests.support.concurrency import at_once
+from tests.support.workers import scrape_server
 
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 WORKERS = 2

@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 
-import falcon.testing
 import orjson
 import psycopg
 import pytest
@@ -26,7 +25,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from standardwebhooks import Webhook
 
 from plantstore.api.schemas import PlantCreatedSchema, PlantDeletedSchema, PlantUpdatedSchema
-from plantstore.config import Config
 from plantstore.core.events import subscriber_key
 from plantstore.core.stores import StoreUnavailable
 from plantstore.operations.metrics import process_metrics
@@ -36,7 +34,8 @@ from plantstore.testing.webhook_receiver import SECRET, WebhookReceiver
 from plantstore.webhooks.deliverer import SENDERS, Deliverer, backoff
 from plantstore.webhooks.subscribers import origin
 from tests.conftest import TOKEN
-from tests.operations.test_metrics import scrape_server, sqlite_workers
+from tests.support.clients import service
+from tests.support.workers import scrape_server, sqlite_workers
 
 FERN = b'{"name":"fern","tag":"green"}'
 ROSE = {"name": "rose", "tag": "red"}
@@ -476,18 +475,6 @@ def test_each_event_is_signed_once_per_attempt_with_the_same_body(running, recei
     (delivery,) = receiver.deliveries
     assert orjson.loads(running.store.add(1, FERN)) == {"name": "fern", "tag": "green"}
     assert delivery.event["data"] == {"id": 1, "name": "fern", "tag": "green"}
-
-
-def service(worker_app, store_url: str, urls) -> falcon.testing.TestClient:
-    config = Config(
-        tokens=frozenset({TOKEN}),
-        store_url=store_url,
-        webhook_urls=tuple(urls),
-        webhook_secret=SECRET,
-    )
-    return falcon.testing.TestClient(
-        worker_app(config), headers={"Authorization": f"Bearer {TOKEN}"}
-    )
 
 
 def test_the_service_tells_of_every_change_it_answered_and_only_those(
