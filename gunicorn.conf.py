@@ -8,7 +8,6 @@ line. The service's own settings are the `PLANTSTORE_*` variables, which the hoo
 
 import os
 
-from plantstore.config import DEFAULT_THREADS
 from plantstore.serving import hooks, legacy
 
 # The app of each worker, built on the store the worker opens after the fork.
@@ -24,7 +23,9 @@ if "WEB_CONCURRENCY" not in os.environ:
 # gunicorn's threaded worker. Like the sync worker it must sit behind a buffering proxy (gunicorn's
 # "Deploying Gunicorn"): deploy/nginx.conf reads each request whole before gunicorn sees it.
 worker_class = "gthread"
-threads = DEFAULT_THREADS
+# Its threads: 32 with a shared store, whose batches hold the changes of requests waiting at
+# once; 4 with the memory store, whose requests only compute (docs/operations.md, "Threads").
+threads = hooks.default_threads(os.environ)
 
 # How long an idle keep-alive connection is held open, for clients and nginx's `keepalive`.
 keepalive = 5

@@ -38,6 +38,9 @@ PARTS = (
 #: The parts served by gunicorn over loopback: all but those measured in process.
 LOOPBACK_PARTS = set(PARTS) - {"inprocess", "pages", "memory"}
 LIBRARIES = ("falcon", "marshmallow", "orjson", "gunicorn")
+#: Where `loopback` and `durable` run the service: pinned to one CPU, a worker (what a one-core
+#: host runs), and as `plantstore serve` runs it here (`bench.loopback.as_served`).
+PLACEMENTS = ("pinned", "as-served")
 
 
 def print_machine() -> None:
@@ -69,6 +72,16 @@ def make_parser() -> argparse.ArgumentParser:
         " them, counted), delivery (webhooks' delay and"
         " throughput), loopback-pages, feed (GET /events beside GET /plants, and against the"
         " feed's size), tail, memory",
+    )
+    parser.add_argument(
+        "--placements",
+        nargs="+",
+        choices=PLACEMENTS,
+        default=PLACEMENTS,
+        metavar="PLACEMENT",
+        help="how loopback and durable run the service (both by default): pinned (server and"
+        " load generator each on a CPU of its own) and as-served (nothing pinned: a worker a core"
+        " with a shared store, as `plantstore serve` runs here); the other parts run pinned",
     )
     parser.add_argument("--rounds", type=int, default=15, help="in-process rounds")
     parser.add_argument("--batch", type=int, default=2000, help="in-process requests a round")
@@ -105,6 +118,20 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run_as_served(setup: loopback.Setup, args) -> bool:
+    """`loopback` and `durable` again, as `plantstore serve` runs the service on this machine."""
+    valid = True
+    if not {"loopback", "durable"} & set(args.parts):
+        return valid
+    print("\nas `plantstore serve` runs here: nothing pinned, a worker a core with a shared store")
+    with ExitStack() as stack:
+        if "loopback" in args.parts:
+            valid &= run_loopback(setup, start_cluster(stack, setup), args)
+    if "durable" in args.parts:
+        valid &= run_durable(setup, args)
+    return valid
+
+
 def main(argv: list[str]) -> int:
     args = make_parser().parse_args(argv)
     if args.profile:
@@ -122,11 +149,11 @@ def main(argv: list[str]) -> int:
             cluster = None
             if {"loopback", "loopback-reads", "loopback-pages", "feed"} & set(args.parts):
                 cluster = start_cluster(stack, setup)
-            if "loopback" in args.parts:
+            if "loopback" in args.parts and "pinned" in args.placements:
                 valid &= run_loopback(setup, cluster, args)
             if "loopback-reads" in args.parts:
                 valid &= run_loopback_reads(setup, cluster, args)
-            if "durable" in args.parts:
+            if "durable" in args.parts and "pinned" in args.placements:
                 valid &= run_durable(setup, args)
             if "loopback-webhooks" in args.parts:
                 valid &= run_loopback_webhooks(setup, args)
@@ -138,6 +165,8 @@ def main(argv: list[str]) -> int:
                 valid &= run_feed(setup, cluster, args)
         if "tail" in args.parts:
             valid &= run_tail(setup, args)
+        if "as-served" in args.placements:
+            valid &= run_as_served(loopback.as_served(setup), args)
     if "memory" in args.parts:
         valid &= run_memory(args)
     return 0 if valid else 1

@@ -9,7 +9,7 @@ import statistics
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -20,7 +20,7 @@ from bench.server import WARM_UP_REQUESTS, Listener, Peer, Server, server_enviro
 from bench.stock import document
 from bench.wrk import ensure_wrk, wrk_load
 from plantstore.api.conditions import etag_of
-from plantstore.api.token_file import line_for
+from plantstore.tokens.file import line_for
 
 _Key = TypeVar("_Key")
 
@@ -134,6 +134,12 @@ def choose_setup(generator: str) -> Setup:
     if wrk:
         return Setup(server_cpu, load_cpu, "wrk", partial(wrk_load, wrk))
     return Setup(server_cpu, load_cpu, "python", python_load)
+
+
+def as_served(setup: Setup) -> Setup:
+    """`setup` with nothing pinned: the service as `plantstore serve` runs it on this machine (a
+    worker a core with a shared store), PostgreSQL and the load generator on the same cores."""
+    return replace(setup, server_cpu=None, load_cpu=None)
 
 
 @contextmanager

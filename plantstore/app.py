@@ -18,13 +18,13 @@ from plantstore.api.middleware import BodyLimit
 from plantstore.api.openapi.document import OpenApiDocument
 from plantstore.api.plants import Plant, Plants
 from plantstore.api.routing import Router
-from plantstore.api.tokens import Tokens
 from plantstore.config import Config, store_kind
 from plantstore.core.stores import CursorGone, PlantStore, StoreUnavailable
 from plantstore.operations.health import Health, Readiness, ReadinessCheck
-from plantstore.operations.logs import Request
 from plantstore.operations.metrics import MetricsEndpoint, RequestMetrics, process_metrics
+from plantstore.operations.request import Request
 from plantstore.operations.request_log import RequestLog, TrustedProxies
+from plantstore.tokens.accepted import Tokens
 
 
 def create_app(config: Config, store: PlantStore) -> falcon.App:

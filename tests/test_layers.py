@@ -32,11 +32,28 @@ def test_each_part_imports_only_the_parts_below_it():
     assert checked.returncode == 0, checked.stdout
 
 
-def test_config_imports_nothing_of_the_package():
-    source = (ROOT / "plantstore" / "config.py").read_text()
-    assert "plantstore" not in "".join(
-        line for line in source.splitlines() if line.startswith(("import ", "from "))
-    )
+def test_config_imports_nothing_of_the_package_but_itself():
+    for path in (ROOT / "plantstore" / "config").rglob("*.py"):
+        imported = [
+            line.split()[1]
+            for line in path.read_text().splitlines()
+            if line.startswith(("import ", "from "))
+        ]
+        assert [name for name in imported if name.split(".")[0] == "plantstore"] == [
+            name for name in imported if name.startswith("plantstore.config.")
+        ], path
+
+
+#: A module a reader can hold in mind at once: a longer one holds more than one idea.
+LONGEST_MODULE = 300
+
+
+def test_every_module_of_the_package_is_under_300_lines():
+    lines = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for path in (ROOT / "plantstore").rglob("*.py")
+    }
+    assert {path: n for path, n in lines.items() if n >= LONGEST_MODULE} == {}
 
 
 #: Imports one module in a fresh interpreter, whose environment holds a bad value for every

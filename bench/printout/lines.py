@@ -3,6 +3,7 @@ ran, kept in one place so that every part words them alike; and the PostgreSQL c
 that several parts' lines share, or why they are skipped.
 """
 
+import os
 from contextlib import ExitStack
 
 from bench import loopback, postgres
@@ -31,11 +32,13 @@ def describe_runs(name: str, figures: loopback.Figures, expected: int = 200) -> 
 
 
 def print_setup(setup: loopback.Setup, args, connections: str | None = None) -> None:
-    pinning = (
-        f"server on CPU {setup.server_cpu}, {setup.generator} on CPU {setup.load_cpu}"
-        if setup.server_cpu is not None
-        else f"one CPU: server and {setup.generator} share it"
-    )
+    cpus = len(os.sched_getaffinity(0))
+    if setup.server_cpu is not None:
+        pinning = f"server on CPU {setup.server_cpu}, {setup.generator} on CPU {setup.load_cpu}"
+    elif cpus > 1:
+        pinning = f"nothing pinned: server and {setup.generator} share {cpus} CPUs"
+    else:
+        pinning = f"one CPU: server and {setup.generator} share it"
     print(
         f"  gunicorn -c gunicorn.conf.py; {pinning}; {connections or args.connections} connections;"
         f" median of {args.loopback_rounds} runs of {args.seconds} s"

@@ -44,7 +44,6 @@ from bench.stock import (
     fill_sqlite_feed,
 )
 from plantstore.api.conditions import etag_of
-from plantstore.api.token_file import read_tokens_file
 from plantstore.app import create_app
 from plantstore.core.events import Event
 from plantstore.serving.settings import read_settings
@@ -53,6 +52,7 @@ from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres_batch import POSITIONS_PER_TRANSACTION
 from plantstore.testing.postgres_server import PostgresServer
 from plantstore.testing.webhook_receiver import Delivery
+from plantstore.tokens.file import read_tokens_file
 
 #: The floor, and every case the bench holds to a target.
 CASES = ["floor", *inprocess.CASES]
@@ -626,19 +626,31 @@ def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
     arguments += ["--generator", "python"]
     arguments += ["--loopback-rounds", "1", "--seconds", "1", "--plants", "30000"]
     printed = run_bench(*arguments)
-    assert f"x {loopback.PEER}'s (target ≥ 1.0x: " in printed
-    (file_token,) = [
-        line for line in printed.splitlines() if line.startswith(f"  {loopback.TOKENS_FILE} ")
-    ]
-    assert "x memory's (target ≥ 0.95x: " in file_token
+    pinned, as_served = printed.split("\nas `plantstore serve` runs here: nothing pinned")
+    assert "; server on CPU " in pinned and "; nothing pinned: server and " in as_served
+    for placed in (pinned, as_served):
+        assert f"x {loopback.PEER}'s (target ≥ 1.0x: " in placed
+        (file_token,) = [
+            line for line in placed.splitlines() if line.startswith(f"  {loopback.TOKENS_FILE} ")
+        ]
+        assert "x memory's (target ≥ 0.95x: " in file_token
     assert f"x plants' (target ≤ {feed.PLANTS_TARGET}x: " in printed
     assert "30,000 events against 1,000: cost " in printed
 
 
 @pytest.mark.slow
 def test_the_durable_part_runs_every_case_and_every_answer_is_as_expected():
-    """Every store, case and connection count for a second, with wrk when it can be had."""
+    """Every store, case and connection count for a second, with wrk when it can be had, in
+    both placements."""
     printed = run_bench("--parts", "durable", "--loopback-rounds", "1", "--seconds", "1")
+    pinned, as_served = printed.split("\nas `plantstore serve` runs here: nothing pinned")
+    assert "; server on CPU " in pinned and "; nothing pinned: server and " in as_served
+    for placed in (pinned, as_served):
+        assert_durable_printout(placed)
+
+
+def assert_durable_printout(printed: str) -> None:
+    """Every case, connection count and store has its line, its ratio and its counts."""
     durable_stores = 1
     if postgres.unavailable() is None:
         assert "PostgreSQL with fsync = on, synchronous_commit = on" in printed

@@ -5,8 +5,8 @@ import re
 
 import falcon
 
-from plantstore.api.tokens import Tokens
 from plantstore.config import TOKEN_PATTERN
+from plantstore.tokens.accepted import Tokens
 
 REALM = "plantstore"
 #: The WSGI environ's key under which the name of the request's token is left, for the access
@@ -32,7 +32,7 @@ class BearerAuth:
     matched; a resource opts out with a class attribute `auth_required = False`. `OPTIONS`
     needs no token: it tells only which methods a path has, and a browser's CORS preflight
     never carries credentials. The scope an operation asks for is its `Operation`'s, which the
-    OpenAPI document shows (plantstore/api/openapi/described.py). Tokens are never put into an
+    OpenAPI document shows (plantstore/api/openapi/operation.py). Tokens are never put into an
     error message or a log line: the logs name a token by its name.
     """
 

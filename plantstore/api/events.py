@@ -6,7 +6,7 @@ from typing import Protocol
 
 import orjson
 
-from plantstore.api.openapi.described import Operation, PathItem, answer
+from plantstore.api.openapi.operation import Operation, PathItem, answer
 from plantstore.api.routing import next_page
 from plantstore.api.schemas import EventQuerySchema
 from plantstore.core.events import Event, rfc3339

@@ -6,7 +6,7 @@ from marshmallow import ValidationError
 
 from plantstore.api.conditions import Conditions, etag_of, precondition_failed
 from plantstore.api.media import require_json
-from plantstore.api.openapi.described import Operation, PathItem, answer
+from plantstore.api.openapi.operation import Operation, PathItem, answer
 from plantstore.api.routing import mounted, next_page
 from plantstore.api.schemas import (
     MAX_PAGE_BYTES,

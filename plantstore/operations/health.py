@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from plantstore.api.errors import store_unavailable
-from plantstore.api.openapi.described import Operation, PathItem, answer
+from plantstore.api.openapi.operation import Operation, PathItem, answer
 from plantstore.core.stores import PlantStore, StoreUnavailable
 
 logger = logging.getLogger(__name__)

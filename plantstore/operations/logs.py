@@ -1,9 +1,10 @@
 """The error log: one format for every line, and the request id on each line of a request's.
 
 gunicorn's `logger_class` setting (`Logger`) sets up Python's logging in the master and the
-workers: gunicorn's own error logger, Falcon's `req.log_error` (through `Request`) and every
-library's or module's logger (`logging.getLogger(__name__)`) all reach gunicorn's error-log
-handler (stderr, or `--error-logfile`), which writes each line as
+workers: gunicorn's own error logger, Falcon's `req.log_error` (through the app's `Request`,
+plantstore/operations/request.py) and every library's or module's logger
+(`logging.getLogger(__name__)`) all reach gunicorn's error-log handler (stderr, or
+`--error-logfile`), which writes each line as
 
     [2026-11-23 16:32:17 +0000] [4242] request_id=5c21...896b [falcon] [ERROR] POST /plants: ...
 
@@ -27,7 +28,6 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
-import falcon
 from gunicorn import glogging
 
 from plantstore.api.auth import TOKEN_KEY
@@ -43,8 +43,6 @@ ROUTE_KEY = "plantstore.route"
 
 PREFIX = "%(asctime)s [%(process)d] request_id=%(request_id)s [%(name)s] [%(levelname)s] "
 DATE_FORMAT = "[%Y-%m-%d %H:%M:%S %z]"
-
-_falcon_log = logging.getLogger("falcon")
 
 #: What a client may put in a logged field that a line of text must not carry as it is: a
 #: control character (CR and LF forge a line, ESC drives a terminal), and the `\\` and `"` that
@@ -259,14 +257,3 @@ class Logger(glogging.Logger):
             return super().atoms(resp, req, environ, request_time)
         made = ((name, make(resp, req, environ, request_time)) for name, make in self._printed)
         return {name: value for name, value in made if value is not _ABSENT}
-
-
-class Request(falcon.Request):
-    """Falcon's request, whose `log_error` writes through logging rather than to `wsgi.errors`.
-
-    gunicorn's `wsgi.errors` writes straight to stderr, bypassing the log's format; Falcon
-    writes there the traceback of a 500, and the app why a store could not serve.
-    """
-
-    def log_error(self, message: str) -> None:
-        _falcon_log.error("%s %s: %s", self.method, escaped(self.path), message.rstrip("\n"))

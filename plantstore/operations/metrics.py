@@ -43,7 +43,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from plantstore.api.openapi.described import Operation, PathItem, answer
+from plantstore.api.openapi.operation import Operation, PathItem, answer
 from plantstore.core.stores import PlantStore, StoreUnavailable
 from plantstore.operations.health import ReadinessCheck
 from plantstore.webhooks.deliverer import Outcome
@@ -58,11 +58,16 @@ class Metrics:
     """Every metric of the service, registered in `registry`."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter(
+        def counter(name: str, documentation: str, labels: tuple[str, ...] = ()) -> Counter:
+            return Counter(name, documentation, labels, registry=registry)
+
+        def gauge(name: str, documentation: str, mode: str, labels: tuple[str, ...] = ()) -> Gauge:
+            return Gauge(name, documentation, labels, multiprocess_mode=mode, registry=registry)
+
+        self.requests = counter(
             "plantstore_http_requests",
             "Requests answered by the app, by route template, method and status.",
             ("route", "method", "status"),
-            registry=registry,
         )
         #: The service answers in well under a millisecond from memory, and a request waits up
         #: to 3 s for a PostgreSQL connection: the buckets span both.
@@ -73,91 +78,77 @@ class Metrics:
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
             registry=registry,
         )
-        self.in_flight = Gauge(
+        self.in_flight = gauge(
             "plantstore_http_requests_in_flight",
             "Requests the app is answering now, in all workers.",
-            multiprocess_mode="livesum",
-            registry=registry,
+            "livesum",
         )
-        self.plants_created = Counter(
+        self.plants_created = counter(
             "plantstore_plants_created",
             "Answers 200 to POST /plants (an identical repeat is answered, and counted, again) "
             "and 201 to PUT /plants/{id}.",
-            registry=registry,
         )
-        self.plants_deleted = Counter(
-            "plantstore_plants_deleted", "Plants deleted (204 to a DELETE).", registry=registry
+        self.plants_deleted = counter(
+            "plantstore_plants_deleted", "Plants deleted (204 to a DELETE)."
         )
-        self.store_commits = Counter(
+        self.store_commits = counter(
             "plantstore_store_commits",
             "Transactions a durable store committed holding requests' changes (group commit).",
-            registry=registry,
         )
-        self.store_changes = Counter(
+        self.store_changes = counter(
             "plantstore_store_changes",
             "Requests' changes a durable store committed: over plantstore_store_commits, how "
             "many changes a commit holds.",
-            registry=registry,
         )
-        self.store_unavailable = Counter(
+        self.store_unavailable = counter(
             "plantstore_store_unavailable",
             "Answers 503 because the store could not serve, by route template.",
             ("route",),
-            registry=registry,
         )
-        self.events_written = Counter(
+        self.events_written = counter(
             "plantstore_events_written",
             "Events the stores wrote to the feed with their changes (GET /events).",
-            registry=registry,
         )
-        self.events_pruned = Counter(
+        self.events_pruned = counter(
             "plantstore_events_pruned",
             "Events forgotten by the feed, older than PLANTSTORE_EVENTS_RETENTION.",
-            registry=registry,
         )
-        self.feed_waiting = Gauge(
+        self.feed_waiting = gauge(
             "plantstore_feed_waiting_requests",
             "Requests waiting for the feed's next event (GET /events with wait), in all workers.",
-            multiprocess_mode="livesum",
-            registry=registry,
+            "livesum",
         )
-        self.webhook_events_sent = Counter(
+        self.webhook_events_sent = counter(
             "plantstore_webhook_events_sent",
             "Webhook deliveries a subscriber acknowledged (answered 2xx).",
-            registry=registry,
         )
-        self.webhook_events_failed = Counter(
+        self.webhook_events_failed = counter(
             "plantstore_webhook_events_failed",
             "Webhook delivery attempts that failed: not 2xx, timed out or not connected.",
-            registry=registry,
         )
-        self.webhook_events_given_up = Counter(
+        self.webhook_events_given_up = counter(
             "plantstore_webhook_events_given_up",
             "Webhook deliveries given up, still failing PLANTSTORE_WEBHOOK_GIVE_UP_AFTER seconds "
             "after their event.",
-            registry=registry,
         )
         # Set at each scrape, by the worker that answers it, from the store all workers share:
         # the latest is right.
-        self.store_ready = Gauge(
+        self.store_ready = gauge(
             "plantstore_store_ready",
             "1 when the store could take a write when last asked (at most once a second), else 0.",
-            multiprocess_mode="livemostrecent",
-            registry=registry,
+            "livemostrecent",
         )
-        self.webhook_oldest_pending = Gauge(
+        self.webhook_oldest_pending = gauge(
             "plantstore_webhook_oldest_pending_seconds",
             "Age of the oldest webhook delivery not yet sent or given up, at the last scrape; "
             "0 when none is pending.",
-            multiprocess_mode="livemostrecent",
-            registry=registry,
+            "livemostrecent",
         )
-        self.build_info = Gauge(
+        self.build_info = gauge(
             "plantstore_build_info",
             "The running version and the kind of store (memory, sqlite or postgresql).",
+            "livemax",
             ("version", "store"),
-            multiprocess_mode="livemax",
-            registry=registry,
         )
 
     def count_commit(self, changes: int) -> None:

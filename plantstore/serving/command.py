@@ -6,10 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from plantstore.api.token_file import line_for
 from plantstore.config import ConfigError, env_int, store_kind
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
-from plantstore.serving import run_token
 from plantstore.serving.hooks import default_workers
 from plantstore.serving.settings import (
     check_gunicorns_variables,
@@ -19,6 +17,8 @@ from plantstore.serving.settings import (
     waiting,
 )
 from plantstore.stores import open_store, prepare_store
+from plantstore.tokens import fresh
+from plantstore.tokens.file import line_for
 
 #: The checkout's gunicorn.conf.py, which the package holds too: `plantstore serve` runs it.
 GUNICORN_CONF = Path(__file__).with_name("gunicorn.conf.py")
@@ -42,7 +42,7 @@ def serve(arguments: list[str]) -> None:
 def token(name: str | None, scopes: str | None) -> None:
     """Print a fresh token, made as a run without one makes its own, for its client; then the
     line of the tokens file that accepts it, which holds its digest, never the token."""
-    made = run_token.new()
+    made = fresh.new()
     try:
         line = line_for(made, name, scopes)
     except ValueError as ex:

@@ -15,11 +15,17 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from plantstore.api.last_good_tokens import LastGoodTokens
-from plantstore.config import Config, ConfigError, feed_waits_for, store_kind
+from plantstore.config import (
+    DEFAULT_THREADS,
+    MEMORY_THREADS,
+    MEMORY_URL,
+    Config,
+    ConfigError,
+    feed_waits_for,
+    store_kind,
+)
 from plantstore.core.stores import SchemaTooNew, StoreUnavailable, StoreUnusable
 from plantstore.operations.logs import current_request_id
-from plantstore.serving import run_token
 from plantstore.serving.settings import (
     check_gunicorns_variables,
     check_workers,
@@ -29,6 +35,8 @@ from plantstore.serving.settings import (
     waiting,
 )
 from plantstore.stores import prepare_store
+from plantstore.tokens import fresh
+from plantstore.tokens.last_good import LastGoodTokens
 from plantstore.webhooks.subscribers import subscriber
 
 #: The metrics' directories, in the temporary directory: this, the master's pid, and a suffix.
@@ -48,11 +56,20 @@ _settings = None
 _runtime = None
 
 
+def _serves_memory(environ) -> bool:
+    return store_kind(environ.get("PLANTSTORE_STORE", "").strip() or MEMORY_URL) == "memory"
+
+
 def default_workers(environ) -> int:
     """One worker process per core this process may run on with a shared store, so Python runs
     on each; one with the memory store, a dict that one process alone holds."""
-    url = environ.get("PLANTSTORE_STORE", "").strip()
-    return 1 if store_kind(url or "memory://") == "memory" else len(os.sched_getaffinity(0))
+    return 1 if _serves_memory(environ) else len(os.sched_getaffinity(0))
+
+
+def default_threads(environ) -> int:
+    """Each worker's threads: many where a shared store's batches grow with the requests that
+    wait at once, few where the memory store's requests only compute (docs/operations.md)."""
+    return MEMORY_THREADS if _serves_memory(environ) else DEFAULT_THREADS
 
 
 def on_starting(server):
@@ -104,27 +121,16 @@ def _checked_settings() -> Config:
 
 
 def when_ready(server):
-    """The sockets are bound and no worker runs yet: make what the run needs, once.
+    """The sockets are bound and no worker runs yet: make what the run needs, once; here rather
+    than at the start, so that a start that fails leaves nothing behind (`on_exit` removes it).
 
-    Made here rather than at the start, so that a start that fails (a port in use) leaves
-    nothing behind; `on_exit` removes them.
-
-    Metrics, with a shared store: prometheus_client keeps each worker's values in files of the
-    directory named by PROMETHEUS_MULTIPROC_DIR, which it reads when it is first imported; the
-    workers, forked after this, import it, and the master never does. The memory store's one
-    worker counts in its own memory.
-
-    A token: with none configured the service does not run open. One is written into a file
-    only this user can read, the workers' PLANTSTORE_TOKENS_FILE. The log names the file, never
-    the token.
-
-    The last good tokens, with a tokens file: a directory only this user may enter, where the
-    run's processes keep the file as they last took it (`plantstore.api.last_good_tokens`),
-    beginning with the file as the master reads it now, for a worker that will find it bad.
-
-    The log names each webhook subscriber as its warnings will, by origin and key, beside its
-    place in PLANTSTORE_WEBHOOK_URLS: so an operator can tell which URL a warning is about,
-    though several share a host, and the log shows no path, query or password.
+    With a shared store, the metrics' directory (PROMETHEUS_MULTIPROC_DIR), which each worker's
+    prometheus_client reads when first imported, after the fork. With no token configured, one
+    in a file only this user can read, so the service never runs open; the log names the file,
+    never the token. With a tokens file, the directory of its last good tokens
+    (`plantstore.tokens.last_good`), for a worker that will find the file bad. And a log line
+    naming each webhook subscriber as its warnings will, by origin and key: no path, query or
+    password.
     """
     global _tokens_kept_in
     _remove_stale_directories()
@@ -135,7 +141,7 @@ def when_ready(server):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=_prefix(METRICS_PREFIX))
     tokens_file = config.tokens_file
     if not config.tokens and not tokens_file:
-        tokens_file = str(run_token.make())
+        tokens_file = str(fresh.make())
         os.environ["PLANTSTORE_TOKENS_FILE"] = tokens_file
         server.log.info(
             "plantstore: no token configured; this run accepts the one in %s (readable only by "
@@ -273,7 +279,7 @@ def child_exit(server, worker):
 def on_exit(server):
     """Remove what the run made for itself: a token file, the metrics' directory and the last
     good tokens'."""
-    run_token.remove()
+    fresh.remove()
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
     if Path(directory).name.startswith(_prefix(METRICS_PREFIX)):
         shutil.rmtree(directory, ignore_errors=True)

@@ -4,7 +4,7 @@
 reads the tokens file and tells the webhook subscribers apart, so that a bad one stops it with
 one line, and gunicorn's master warns of a tokens file that exposes tokens. A worker reads the
 environment alone: one started while the tokens file is bad still serves, with the run's last
-good tokens (`plantstore.api.tokens.Tokens`).
+good tokens (`plantstore.tokens.accepted.Tokens`).
 """
 
 import ipaddress
@@ -12,9 +12,9 @@ import os
 import stat
 from collections.abc import Mapping
 
-from plantstore.api.token_file import read_tokens_file
 from plantstore.config import Config, ConfigError, env_int
 from plantstore.core.events import subscriber_key
+from plantstore.tokens.file import read_tokens_file
 
 
 def read_settings(environ: Mapping[str, str] = os.environ) -> Config:

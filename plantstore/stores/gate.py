@@ -19,20 +19,12 @@ STALLED_SECONDS = 0.25
 class GatedStore:
     """A store that at most `slots` calls use at once: the worker's threads but one.
 
-    gunicorn's gthread worker serves requests on a fixed number of threads. A store that stops
-    answering, or stays locked, would hold every one of them for as long as each call may wait
-    (seconds), and /healthz, which asks nothing of the store, would wait that long for a
-    thread. So at most `slots` calls are in the store at a time, and the thread left over
-    serves /healthz, the refusals and everything else at once.
-
-    A call that finds every slot taken waits for one while the store answers: while some call
-    came back answered, or the oldest call in it began, less than `STALLED_SECONDS` ago. A call
-    that fails does not count: a database that is down fails calls steadily. So a burst on a
-    healthy but loaded store is served, however long each call queues in the database (a
-    SQLite write waits for the ones before it), not refused; once the store answers no more,
-    the call is refused (`StoreUnavailable`, a 503 with `Retry-After`), as is every call after
-    it at once until one leaves. Readiness takes a slot too: a flood of probes holds no more
-    threads than requests may.
+    A store that stops answering would otherwise hold every thread of the gthread worker, and
+    /healthz, which asks nothing of it, would wait for one. A call that finds every slot taken
+    waits while the store still answers (some call came back answered, or the oldest in it
+    began, less than `STALLED_SECONDS` ago), so a loaded but healthy store queues rather than
+    refuses; once it answers no more, the call is `StoreUnavailable` (a 503). Readiness takes a
+    slot too.
     """
 
     def __init__(self, store: PlantStore, slots: int) -> None:

@@ -22,18 +22,11 @@ FEED_LIMIT = 1_000_000
 class MemoryStore:
     """Plants in sorted structures, for one process; its threads share it safely.
 
-    `_plants` maps each id to its plant, `_ids` holds every id in order and `_ids_by_tag` each
-    tag's ids in order, so a page is found in O(log n + limit) however many plants there are.
-    Ids and plants are ints and bytes, which the garbage collector does not track, so millions
-    of plants add little to collection pauses. Each change is made by the rules every store
-    follows (`plantstore.stores.changes.plan`), one at a time under the lock.
-
-    The feed's positions start at the store's making, in nanoseconds since the epoch: a cursor
-    of an earlier run (whose plants are gone) is older than the feed, and `CursorGone`.
-
-    With subscribers it keeps its outbox in the same way: `_deliveries` by id, and for each
-    subscriber `_due`, its deliveries' ids ordered by the time each is due, so a claim costs
-    O(log n) however many wait.
+    Ids, each tag's ids and each subscriber's deliveries are kept in order, so a page costs
+    O(log n + limit) and a claim O(log n) however many there are; ids and plants are ints and
+    bytes, which the garbage collector does not track. Each change follows the rules every
+    store follows (`plantstore.stores.changes.plan`), one at a time under the lock. The feed's
+    positions count nanoseconds from the store's making: an earlier run's cursor is `CursorGone`.
 
     Args:
         subscribers: the keys (`subscriber_key`) of the subscribers events go to.

@@ -33,19 +33,13 @@ _GET = "SELECT plant::text FROM plants WHERE id = %s"
 
 
 class PostgresStore:
-    """Plants in PostgreSQL, through a pool of connections opened in this process (after
-    gunicorn's fork: a connection inherited across one would be shared by accident).
+    """Plants in PostgreSQL, through a pool of connections opened in this process, after
+    gunicorn's fork: one inherited across it would be shared by accident.
 
-    The pool connects in the background, so a worker starts while the database is down (503s
-    meanwhile). No call waits on the database longer than `REQUEST_SECONDS`, even when the
-    server stops answering (`Deadlines`), and only `OUTAGE_WAIT_SECONDS` while it is out of
-    reach: a thread held by the store is one that /healthz cannot have. A connection the server
-    dropped while idle fails before anything was written, and the work is done again on one
-    the pool checks then, so a restart of the server costs no request.
-
+    A worker starts while the database is down (503s meanwhile), and no call waits on it longer
+    than `REQUEST_SECONDS`: a thread held by the store is one that /healthz cannot have.
     Changes are made in batches led by their requests (group_commit.py), each one transaction
-    of two round trips (postgres_batch.py), on disk when answered with the server's defaults
-    (`fsync`, `synchronous_commit`). Reads never wait behind a batch.
+    of two round trips (postgres_batch.py); reads never wait behind a batch.
 
     Args:
         url: a libpq URL; what it leaves out comes from the usual `PG*` variables.

@@ -7,7 +7,9 @@ session) and leaves the changes of that id to their requests (`RowHeld`), each o
 makes its change alone, waiting for the row within its own bound. The changes are made on what
 was read (`plantstore.stores.changes.plan`), and the second round trip writes what they
 changed, one statement a kind of write over arrays (`unnest`), the events with them, and
-commits: psycopg's pipeline mode sends them together and waits once.
+commits. The statements of a round trip go as one message, one send: psycopg's `ClientCursor`
+binds their parameters (`mogrify`) and sends them as one simple query, whose statements the
+server runs in turn, skipping the rest once one fails.
 
 The feed must give every change committed after a cursor, on whatever host, and each plant's
 changes in the order they were committed. Positions taken from a sequence would do neither: a
@@ -39,12 +41,13 @@ from plantstore.stores.sql import event_rows, outbox_rows, tag_key
 
 #: A connection outside any transaction.
 IDLE = TransactionStatus.IDLE
-_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
 #: Positions in the feed a transaction has for its events: more than a batch has changes (one
 #: a request its worker answers), and few enough that positions fit a bigint for the first
 #: 2**47 transactions.
 POSITIONS_PER_TRANSACTION = 1 << 16
-_TRANSACTION_ID = "SELECT pg_current_xact_id()::text::bigint"
+#: The transaction's id, and each of its statements' bound (`statement_timeout`, for this
+#: transaction alone).
+_BEGUN = "SELECT pg_current_xact_id()::text::bigint, set_config('statement_timeout', %s, true)"
 _IN_ORDER = "SELECT plantstore_events_in_order(%s::bigint[], %s::bigint)"
 _EVENTS = (
     "INSERT INTO events (position, kind, plant_id, plant, at) "
@@ -105,24 +108,23 @@ def make_batch(
     """
     ids = sorted({change.plant_id for change in changes})
     timeout = str(round(statement_seconds * 1000))
+    locking = _LOCK_ROWS if wait_for_rows else _LOCK_FREE_ROWS
+    cursor = psycopg.ClientCursor(connection)
     while True:
         try:
-            with connection.pipeline():
-                try:
-                    connection.execute("BEGIN")
-                    connection.execute(_STATEMENT_TIMEOUT, (timeout,))
-                    transaction = connection.execute(_TRANSACTION_ID)
-                    locking = _LOCK_ROWS if wait_for_rows else _LOCK_FREE_ROWS
-                    rows = connection.execute(locking, {"ids": ids}).fetchall()
-                    (transaction_id,) = transaction.fetchone()
-                except psycopg.OperationalError as ex:
-                    if connection.broken:
-                        raise NothingWritten from ex
-                    raise
-                first_position = transaction_id * POSITIONS_PER_TRANSACTION
-                planned = _plan(changes, rows, first_position)
-                _write(connection, planned, first_position, subscribers)
-                connection.execute("COMMIT", prepare=False)
+            try:
+                _send(cursor, ("BEGIN", None), (_BEGUN, (timeout,)), (locking, {"ids": ids}))
+            except psycopg.OperationalError as ex:
+                if connection.broken:
+                    raise NothingWritten from ex
+                raise
+            cursor.nextset()
+            transaction_id, _ = cursor.fetchone()
+            cursor.nextset()
+            rows = cursor.fetchall()
+            first_position = transaction_id * POSITIONS_PER_TRANSACTION
+            planned = _plan(changes, rows, first_position)
+            _send(cursor, *_writes(planned, first_position, subscribers), ("COMMIT", None))
             return planned
         except BaseException as ex:
             if not connection.closed and connection.info.transaction_status != IDLE:
@@ -150,29 +152,29 @@ def _plan(changes: Sequence[Change], rows: list[tuple], first_position: int) -> 
     return planned._replace(outcomes=outcomes)
 
 
-def _write(
-    connection: psycopg.Connection, planned: Plan, first_position: int, subscribers: Sequence[str]
-) -> None:
-    """Queue the statements that write what the batch changed, check the order of its events,
-    and write them, to the feed and the outbox.
-
-    None of them is prepared: when one fails, the server skips the others of the pipeline,
-    the preparation of any of them included, which psycopg would take as made.
-    """
+def _writes(planned: Plan, first_position: int, subscribers: Sequence[str]) -> list[tuple]:
+    """The statements, with their parameters, that write what the batch changed, check the
+    order of its events, and write them, to the feed and the outbox."""
+    writes = []
     if planned.inserts:
-        connection.execute(_INSERT, _columns(planned.inserts), prepare=False)
+        writes.append((_INSERT, _columns(planned.inserts)))
     if planned.updates:
-        connection.execute(_UPDATE, _columns(planned.updates), prepare=False)
+        writes.append((_UPDATE, _columns(planned.updates)))
     if planned.deletes:
-        connection.execute(_DELETE, (planned.deletes,), prepare=False)
+        writes.append((_DELETE, (planned.deletes,)))
     if not planned.events:
-        return
+        return writes
     plant_ids = sorted({event.plant_id for event in planned.events})
-    connection.execute(_IN_ORDER, (plant_ids, first_position), prepare=False)
-    connection.execute(_EVENTS, _transposed(event_rows(planned.events)), prepare=False)
+    writes.append((_IN_ORDER, (plant_ids, first_position)))
+    writes.append((_EVENTS, _transposed(event_rows(planned.events))))
     if subscribers:
-        rows = outbox_rows(planned.events, subscribers)
-        connection.execute(_RECORD, _transposed(rows), prepare=False)
+        writes.append((_RECORD, _transposed(outbox_rows(planned.events, subscribers))))
+    return writes
+
+
+def _send(cursor: psycopg.ClientCursor, *statements: tuple[str, object]) -> None:
+    """Run `statements` in one round trip: bound here, sent as one query, one send."""
+    cursor.execute("; ".join(cursor.mogrify(query, params) for query, params in statements))
 
 
 def _columns(plants: dict[int, bytes]) -> tuple[list, list, list]:

@@ -37,21 +37,12 @@ OutboxWork = Callable[[sqlite3.Connection], object]
 class SqliteStore:
     """Plants in a SQLite database file, one connection per thread.
 
-    The database's primary key decides who wins an id, so the duplicate rule holds across
-    threads and processes. It answers only for the file it opened, or for `started_with`, and
-    refuses every call once the path names another (plantstore/stores/sqlite_file.py).
-
-    Changes are made in batches, each led by one of its requests
-    (plantstore/stores/group_commit.py): a batch is one transaction, taken with the write lock
-    (`BEGIN IMMEDIATE`) so that it never fails half-way for a lock another process holds, and
-    synced once. It reads what its ids
-    hold in one statement, makes its changes on that (`plantstore.stores.changes.plan`), and
-    writes what they changed with one statement a kind of write, the events with them. The
-    writers of every process on the file first queue on a lock of their own (`flock` of the
-    file beside it, `<path>-writers`), which wakes the next as soon as it is free, where
-    SQLite's busy handler would sleep up to 100 ms between tries. Reads are made on each
-    thread's own connection, never behind a batch: the write-ahead log lets them read while
-    the writer writes.
+    The primary key decides who wins an id, across threads and processes. Changes are made in
+    batches led by their requests (group_commit.py), each one transaction begun with the write
+    lock, so that it never fails half-way, and synced once. Writers first queue on a lock file
+    beside the database (`<path>-writers`), which wakes the next at once where SQLite's busy
+    handler sleeps up to 100 ms; reads never wait behind a batch (the write-ahead log). It
+    answers only for the file it opened, or `started_with` (sqlite_file.py).
 
     Args:
         path: the database file; made, with its table, on first start.

@@ -6,10 +6,10 @@ import falcon.testing
 import pytest
 
 from plantstore.api.auth import BearerAuth
-from plantstore.api.tokens import CHECK_INTERVAL, Tokens
 from plantstore.app import create_app
 from plantstore.config import Config
 from plantstore.stores.memory import MemoryStore
+from plantstore.tokens.accepted import CHECK_INTERVAL, Tokens
 from tests.conftest import SECOND_TOKEN, TOKEN
 from tests.support.clock import Clock
 from tests.support.tokens_file import changed_at, rewrite
@@ -177,7 +177,7 @@ def test_the_file_is_looked_at_once_an_interval_however_many_requests_ask(
 def test_a_bad_new_tokens_file_keeps_the_tokens_and_is_logged_once_without_a_token(
     rotating, tokens_file, clock, caplog, bad, why
 ):
-    caplog.set_level(logging.INFO, logger="plantstore.api.tokens")
+    caplog.set_level(logging.INFO, logger="plantstore.tokens.accepted")
     good = changed_at(tokens_file)
     if bad is None:
         tokens_file.unlink()

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plantstore.api.auth import BearerAuth
-from plantstore.api.tokens import Tokens
+from plantstore.tokens.accepted import Tokens
 
 TOKEN_CHARACTERS = st.characters(min_codepoint=0x21, max_codepoint=0x7E)
 TOKENS = st.text(TOKEN_CHARACTERS, min_size=1, max_size=128)

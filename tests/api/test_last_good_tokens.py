@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from plantstore.api.last_good_tokens import LastGoodTokens
-from plantstore.api.token_file import SCOPES, Version, read_tokens_file, version_of
-from plantstore.api.tokens import CHECK_INTERVAL, Tokens
+from plantstore.tokens.accepted import CHECK_INTERVAL, Tokens
+from plantstore.tokens.file import SCOPES, Version, read_tokens_file, version_of
+from plantstore.tokens.last_good import LastGoodTokens
 from tests.api.test_tokens import digest, granted
 from tests.support.clock import Clock
 from tests.support.tokens_file import changed_at, rewrite

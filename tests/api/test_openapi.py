@@ -13,9 +13,9 @@ from openapi_spec_validator import validate
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from plantstore.api.openapi.described import PathItem
 from plantstore.api.openapi.document import build_document
-from plantstore.api.openapi.session import EXAMPLES, FERN, SCHEMA_EXAMPLES, TREE_FERN
+from plantstore.api.openapi.examples import EXAMPLES, FERN, SCHEMA_EXAMPLES, TREE_FERN
+from plantstore.api.openapi.operation import PathItem
 from plantstore.api.schemas import (
     MAX_PAGE_BYTES,
     ErrorSchema,

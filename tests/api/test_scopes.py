@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plantstore.api.token_file import SCOPES, line_for, read_tokens_file
-from plantstore.api.tokens import Tokens
 from plantstore.app import create_app
 from plantstore.config import ConfigError
 from plantstore.stores.memory import MemoryStore
+from plantstore.tokens.accepted import Tokens
+from plantstore.tokens.file import SCOPES, line_for, read_tokens_file
 from tests.support.clock import Clock
 from tests.support.tokens_file import rewrite
 

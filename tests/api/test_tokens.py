@@ -1,5 +1,5 @@
-"""The accepted tokens (`plantstore.api.tokens.Tokens`): found by their digest, whatever the
-number of entries; never more than a file grants, read half-written."""
+"""The accepted tokens (`plantstore.tokens.accepted.Tokens`): found by their digest, whatever
+the number of entries; never more than a file grants, read half-written."""
 
 import gc
 import hashlib
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from plantstore.api.tokens import CHECK_INTERVAL, Tokens
+from plantstore.tokens.accepted import CHECK_INTERVAL, Tokens
 from tests.support.clock import Clock
 from tests.support.tokens_file import rewrite
 

@@ -107,6 +107,16 @@ def test_serve_takes_gunicorns_own_settings_from_its_environment(tmp_path):
     assert "threads                            = 3" in result.stdout.splitlines()
 
 
+@pytest.mark.parametrize(("store", "threads"), [("memory://", 4), ("sqlite:///plants.db", 32)])
+def test_serve_runs_few_threads_for_the_memory_store_and_many_for_a_shared_one(
+    tmp_path, store, threads
+):
+    """The memory store's requests only compute; a shared store's batches grow with the
+    requests waiting at once (docs/operations.md, "Threads")."""
+    result = run([PLANTSTORE, "serve", "--print-config"], tmp_path, PLANTSTORE_STORE=store)
+    assert f"threads                            = {threads}" in result.stdout.splitlines()
+
+
 def test_check_says_ok_and_the_kind_of_store(tmp_path):
     url = f"sqlite:///{tmp_path / 'plants.db'}"
     result = run([PLANTSTORE, "check"], tmp_path, PLANTSTORE_STORE=url)

@@ -10,7 +10,6 @@ import pytest
 from gunicorn.config import Config as GunicornConfig
 from gunicorn.http import message
 
-from plantstore.api.token_file import read_tokens_file
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config, ConfigError, env_int
 from plantstore.serving import legacy
 from plantstore.serving.settings import (
@@ -19,6 +18,7 @@ from plantstore.serving.settings import (
     read_settings,
 )
 from plantstore.testing.gunicorn_server import ROOT
+from plantstore.tokens.file import read_tokens_file
 
 
 def test_tokens_come_from_the_variable_and_the_file(tmp_path):

@@ -10,11 +10,11 @@ import falcon.testing
 from gunicorn.config import Config as GunicornConfig
 
 from plantstore.api.errors import RETRY_AFTER_SECONDS
-from plantstore.api.tokens import Tokens
 from plantstore.app import create_app
 from plantstore.config import DEFAULT_MAX_BODY_BYTES, Config
 from plantstore.stores.memory import MemoryStore
 from plantstore.testing.gunicorn_server import ROOT
+from plantstore.tokens.accepted import Tokens
 from tests.conftest import TOKEN
 from tests.support.nginx_proxy import (
     DEBIAN_NGINX,

@@ -30,7 +30,7 @@ import pytest
 from plantstore.app import create_app
 from plantstore.core.plants import Put
 from plantstore.core.stores import PlantStore, StoreUnavailable
-from plantstore.stores import group_commit, open_store, postgres_batch
+from plantstore.stores import group_commit, open_store
 from plantstore.stores.changes import Add
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres import PostgresStore
@@ -825,24 +825,32 @@ def test_a_postgresql_batch_bounds_its_own_transaction_alone(postgres_url):
 
 
 def test_a_postgresql_batch_inserts_its_new_ids_in_id_order_whatever_order_they_come_in(
-    postgres_url, monkeypatch
+    postgres_url,
 ):
     """Two batches inserting the same new ids wait for each other's inserts in one order, so
-    never in a circle: the statement itself inserts in id order, not only the queue's sort."""
-    inserted = []
+    never in a circle: the statement itself inserts in id order, not only the queue's sort (a
+    fresh table keeps its rows where they were inserted, in the order of `ctid`)."""
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         migrate(connection)
-        execute = connection.execute
-
-        def watched(query, params=None, **kwargs):
-            if query == postgres_batch._INSERT:
-                inserted.append(params[0])
-            return execute(query, params, **kwargs)
-
-        monkeypatch.setattr(connection, "execute", watched)
         changes = [Add(plant_id, document(f"plant {plant_id}")) for plant_id in (3, 1, 2)]
         make_batch(connection, changes, (), statement_seconds=STATEMENT_SECONDS)
-    assert inserted == [[1, 2, 3]]
+        inserted = connection.execute("SELECT id FROM plants ORDER BY ctid").fetchall()
+    assert inserted == [(1,), (2,), (3,)]
+
+
+def test_a_postgresql_batch_keeps_plants_that_read_like_its_own_statements(postgres_url):
+    """A batch's statements go as one query, their parameters bound into it: a plant holding
+    quotes, placeholders, a statement's end and a comment is kept and read back byte for byte,
+    and nothing else is run."""
+    names = ["%s", "%(ids)s", "'; COMMIT; DELETE FROM plants; --", 'a\\"b\\\\', "é 🌱 $1"]
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        migrate(connection)
+        changes = [Add(n, document(name, tag=name)) for n, name in enumerate(names)]
+        make_batch(connection, changes, ("subscriber",), statement_seconds=STATEMENT_SECONDS)
+        kept = connection.execute("SELECT id, plant::text FROM plants ORDER BY id").fetchall()
+        events = connection.execute("SELECT count(*) FROM events").fetchone()[0]
+    assert kept == [(n, document(name, tag=name).decode()) for n, name in enumerate(names)]
+    assert events == len(names)
 
 
 def test_a_sqlite_batch_waits_for_a_write_lock_what_is_left_of_its_bound(tmp_path):

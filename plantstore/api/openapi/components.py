@@ -12,8 +12,8 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from plantstore.api.conditions import ENTITY_TAGS_PATTERN, PRECONDITION_FAILED
 from plantstore.api.errors import CURSOR_GONE, store_unavailable
 from plantstore.api.media import ACCEPTED
-from plantstore.api.openapi.described import answer
-from plantstore.api.openapi.session import SCHEMA_EXAMPLES
+from plantstore.api.openapi.examples import SCHEMA_EXAMPLES
+from plantstore.api.openapi.operation import answer
 from plantstore.api.openapi.webhooks import WEBHOOK_HEADERS
 from plantstore.api.plants import CONFLICT, NOT_FOUND
 from plantstore.api.schemas import (

@@ -4,9 +4,9 @@ from collections.abc import Iterable
 from urllib.parse import quote
 
 from plantstore.api.openapi.components import spec_with_components
-from plantstore.api.openapi.described import Operation, PathItem, answer
+from plantstore.api.openapi.examples import show_examples
+from plantstore.api.openapi.operation import Operation, PathItem, answer
 from plantstore.api.openapi.paths import path_operations
-from plantstore.api.openapi.session import show_examples
 from plantstore.api.openapi.webhooks import webhooks
 
 

@@ -12,7 +12,7 @@ from copy import deepcopy
 import falcon
 
 from plantstore.api.openapi.components import CONDITIONS, error_name
-from plantstore.api.openapi.described import Operation
+from plantstore.api.openapi.operation import Operation
 
 #: What any request may get: nginx (or gunicorn, run alone) refuses a request line or headers
 #: over its limits before the app sees them, and a bug is a bug.

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from plantstore.api.token_file import Entry, Version, entries_of, read_tokens_file, version_of
 from plantstore.config import ConfigError
+from plantstore.tokens.file import Entry, Version, entries_of, read_tokens_file, version_of
 
 _VERSION_LINE = "# version "
 

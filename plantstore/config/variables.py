@@ -1,79 +1,28 @@
-"""Configuration, read from the environment in one place.
-
-Reading has no side effects: it neither changes the environment nor prints, so gunicorn's
-master and every worker read the same settings the same way. A bad value is a `ConfigError`
-that names the variable and what it accepts, and never echoes a token.
-"""
+"""Each variable read from the environment and checked: a bad value is a `ConfigError` that
+names the variable and what it accepts, and never echoes a token, a password or a secret."""
 
 import base64
 import binascii
-import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-DEFAULT_MAX_BODY_BYTES = 65536
-#: gunicorn's own default for `forwarded_allow_ips`: the proxies trusted, unless configured.
-DEFAULT_FORWARDED_ALLOW_IPS = ("127.0.0.1", "::1")
-#: The URL of the memory store, `PLANTSTORE_STORE`'s default.
-MEMORY_URL = "memory://"
-DEFAULT_STORE = MEMORY_URL
-#: Threads in each gunicorn worker, as gunicorn.conf.py runs it unless told otherwise: enough
-#: for a durable store's batches to grow with the load (all but one may wait on a batch), and
-#: no more, since each is a thread for the interpreter to switch to (bench/README.md).
-DEFAULT_THREADS = 32
-#: Seconds a start waits for its store to be reached, unless configured.
-DEFAULT_STORE_WAIT = 10
-#: Seconds the feed keeps an event, unless configured: a week.
-DEFAULT_EVENTS_RETENTION = 7 * 86400
+from plantstore.config.defaults import DEFAULT_STORE, LOG_FORMATS
+from plantstore.config.forms import (
+    STORE_FORMS,
+    TOKEN_RULE,
+    WEBHOOK_SECRET_PREFIX,
+    is_token,
+    store_kind,
+)
 
-#: Seconds one webhook delivery attempt may take, connecting and answering, unless configured.
-DEFAULT_WEBHOOK_TIMEOUT = 5
-#: Seconds after an event's creation after which a failing delivery is given up: a day.
-DEFAULT_WEBHOOK_GIVE_UP_AFTER = 86400
-#: Each number's default, least and greatest value: docs/configuration.md says why each.
-NUMBERS = {
-    "PLANTSTORE_MAX_BODY_BYTES": (DEFAULT_MAX_BODY_BYTES, 1, 16 * 1024 * 1024),
-    "PLANTSTORE_STORE_WAIT": (DEFAULT_STORE_WAIT, 0, 3600),
-    "PLANTSTORE_WEBHOOK_TIMEOUT": (DEFAULT_WEBHOOK_TIMEOUT, 1, 300),
-    "PLANTSTORE_WEBHOOK_GIVE_UP_AFTER": (DEFAULT_WEBHOOK_GIVE_UP_AFTER, 0, 30 * 86400),
-    "PLANTSTORE_EVENTS_RETENTION": (DEFAULT_EVENTS_RETENTION, 60, 366 * 86400),
-}
-#: How the Standard Webhooks specification writes a secret: this prefix, then base64.
-WEBHOOK_SECRET_PREFIX = "whsec_"
-LOG_FORMATS = ("text", "json")
-STORE_FORMS = "memory://, sqlite:///relative/path, sqlite:////absolute/path or postgresql://..."
 #: An origin as a browser writes it in `Origin`: lower case, no path, no default port.
 _ORIGIN = re.compile(
     r"(?P<scheme>[a-z][a-z0-9+.-]*)://(\[[0-9a-f:.]+\]|[a-z0-9-]+(\.[a-z0-9-]+)*)"
     r"(:(?P<port>[1-9][0-9]{0,4}))?"
 )
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
-#: What a bearer token may be, as a regular expression (`TOKEN_RULE` in words): the service's
-#: `Authorization` pattern (plantstore/api/auth.py) and the nginx site's rate key
-#: (deploy/nginx.conf) take exactly these tokens, so a longer one is refused at the start
-#: rather than never let in.
-TOKEN_PATTERN = r"[\x21-\x7e]{1,128}"
-TOKEN_RULE = "1 to 128 printable ASCII characters without spaces"
-
-
-def store_kind(url: str) -> str | None:
-    """Name the store a `PLANTSTORE_STORE` URL chooses (memory, sqlite, postgresql), or None."""
-    if url == MEMORY_URL:
-        return "memory"
-    if url.startswith("sqlite:///") and url.removeprefix("sqlite:///") not in ("", "/", ":memory:"):
-        return "sqlite"
-    if url.startswith(("postgresql://", "postgres://")):
-        return "postgresql"
-    return None
-
-
-def feed_waits_for(threads: int) -> int:
-    """Requests of a worker of `threads` that may wait for the feed's next event at once
-    (`GET /events?wait=`): a quarter of them, one at least, so that waits never starve it."""
-    return max(1, threads // 4)
 
 
 class ConfigError(ValueError):
@@ -106,12 +55,7 @@ def env_int(
     return value
 
 
-def is_token(text: str) -> bool:
-    """Whether `text` can be a bearer token: `TOKEN_RULE`, as `TOKEN_PATTERN` writes it."""
-    return re.fullmatch(TOKEN_PATTERN, text) is not None
-
-
-def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
+def read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
     """The tokens `PLANTSTORE_TOKENS` lists, comma-separated."""
     tokens = [token.strip() for token in environ.get("PLANTSTORE_TOKENS", "").split(",")]
     tokens = [token for token in tokens if token]
@@ -122,7 +66,7 @@ def _read_tokens(environ: Mapping[str, str]) -> frozenset[str]:
     return frozenset(tokens)
 
 
-def _read_store(environ: Mapping[str, str]) -> str:
+def read_store(environ: Mapping[str, str]) -> str:
     """Check the form of `PLANTSTORE_STORE`; `plantstore.stores.open_store` opens it.
 
     A refused value is not echoed: a mistyped PostgreSQL URL may hold a password.
@@ -174,7 +118,7 @@ def _check_postgresql_url(url: str) -> None:
     raise ConfigError(f"PLANTSTORE_STORE {problem}")
 
 
-def _read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:
+def read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:
     """Origins whose pages may call the service from a browser; `*` alone is any origin.
 
     Falcon compares an origin as text, so one not written as a browser sends it (`Origin`:
@@ -199,7 +143,7 @@ def _read_cors_origins(environ: Mapping[str, str]) -> tuple[str, ...]:
     return origins
 
 
-def _read_webhook_urls(environ: Mapping[str, str]) -> tuple[str, ...]:
+def read_webhook_urls(environ: Mapping[str, str]) -> tuple[str, ...]:
     """The subscribers' URLs, each http or https with a host.
 
     A refused URL is named by its place in the list, not echoed: it may hold credentials.
@@ -220,7 +164,7 @@ def _read_webhook_urls(environ: Mapping[str, str]) -> tuple[str, ...]:
     return urls
 
 
-def _read_webhook_secret(environ: Mapping[str, str], urls: tuple[str, ...]) -> str | None:
+def read_webhook_secret(environ: Mapping[str, str], urls: tuple[str, ...]) -> str | None:
     """The secret events are signed with: `whsec_` and base64, as Standard Webhooks writes it.
 
     Required when URLs are set, and checked whenever given; never echoed.
@@ -245,7 +189,7 @@ def _read_webhook_secret(environ: Mapping[str, str], urls: tuple[str, ...]) -> s
     return secret
 
 
-def _read_log_format(environ: Mapping[str, str]) -> str:
+def read_log_format(environ: Mapping[str, str]) -> str:
     """`text` for people reading the logs, `json` (one object a line) for log collectors."""
     raw = environ.get("PLANTSTORE_LOG_FORMAT", "").strip() or LOG_FORMATS[0]
     if raw not in LOG_FORMATS:
@@ -253,69 +197,9 @@ def _read_log_format(environ: Mapping[str, str]) -> str:
     return raw
 
 
-def _read_flag(environ: Mapping[str, str], name: str) -> bool:
+def read_flag(environ: Mapping[str, str], name: str) -> bool:
     """A yes/no setting: `1` or `0`, off when unset, so a typo cannot turn it on."""
     raw = environ.get(name, "").strip()
     if raw not in ("", "0", "1"):
         raise ConfigError(f"{name} must be 1 or 0, not {raw!r}")
     return raw == "1"
-
-
-@dataclass(frozen=True)
-class Config:
-    """What the service needs to know; tests build one directly instead of using `from_env`.
-
-    gunicorn's own settings (workers, threads, timeouts, `FORWARDED_ALLOW_IPS`) are gunicorn's:
-    a worker puts what the app needs of them here (`forwarded_allow_ips`).
-    """
-
-    #: The tokens listed in `PLANTSTORE_TOKENS`, accepted for as long as the process runs.
-    tokens: frozenset[str]
-    #: `PLANTSTORE_TOKENS_FILE`: its tokens are accepted too, as the file reads now.
-    tokens_file: str | None = None
-    #: Where the run's processes keep the file's last good tokens, for a worker that finds it
-    #: bad: a directory gunicorn's master makes, which each worker puts here; None keeps none.
-    tokens_kept_in: str | None = None
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    #: The proxies whose forwarded headers gunicorn trusts, as its setting lists them.
-    forwarded_allow_ips: tuple[str, ...] = DEFAULT_FORWARDED_ALLOW_IPS
-    store_url: str = DEFAULT_STORE
-    #: Seconds a start (or `plantstore check`) waits for the store before it gives up.
-    store_wait: int = DEFAULT_STORE_WAIT
-    cors_origins: tuple[str, ...] = ()
-    metrics_public: bool = False
-    #: Where events are sent; none, the default, sends none and runs no delivery thread.
-    webhook_urls: tuple[str, ...] = ()
-    #: Left out of the repr, so that a config in a log or a traceback does not show it.
-    webhook_secret: str | None = field(default=None, repr=False)
-    webhook_timeout: int = DEFAULT_WEBHOOK_TIMEOUT
-    webhook_give_up_after: int = DEFAULT_WEBHOOK_GIVE_UP_AFTER
-    log_format: str = LOG_FORMATS[0]
-    events_retention: int = DEFAULT_EVENTS_RETENTION
-    #: Requests that may wait for an event at once, in each worker (a quarter of its threads).
-    feed_waits: int = feed_waits_for(DEFAULT_THREADS)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Config":
-        webhook_urls = _read_webhook_urls(environ)
-        number = {name: env_int(environ, name, *bounds) for name, bounds in NUMBERS.items()}
-        return cls(
-            tokens=_read_tokens(environ),
-            tokens_file=environ.get("PLANTSTORE_TOKENS_FILE") or None,
-            max_body_bytes=number["PLANTSTORE_MAX_BODY_BYTES"],
-            store_url=_read_store(environ),
-            store_wait=number["PLANTSTORE_STORE_WAIT"],
-            cors_origins=_read_cors_origins(environ),
-            metrics_public=_read_flag(environ, "PLANTSTORE_METRICS_PUBLIC"),
-            webhook_urls=webhook_urls,
-            webhook_secret=_read_webhook_secret(environ, webhook_urls),
-            webhook_timeout=number["PLANTSTORE_WEBHOOK_TIMEOUT"],
-            webhook_give_up_after=number["PLANTSTORE_WEBHOOK_GIVE_UP_AFTER"],
-            log_format=_read_log_format(environ),
-            events_retention=number["PLANTSTORE_EVENTS_RETENTION"],
-        )
-
-    @property
-    def memory(self) -> bool:
-        """Whether plants are kept in the process's memory, which one worker process alone sees."""
-        return self.store_url == DEFAULT_STORE

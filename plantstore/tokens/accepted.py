@@ -7,9 +7,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from plantstore.api.last_good_tokens import LastGood, LastGoodTokens
-from plantstore.api.token_file import Entry, listed, read_tokens_file, version_of
 from plantstore.config import ConfigError
+from plantstore.tokens.file import Entry, listed, read_tokens_file, version_of
+from plantstore.tokens.last_good import LastGood, LastGoodTokens
 
 #: Seconds between two looks at whether the tokens file changed.
 CHECK_INTERVAL = 1.0
@@ -20,22 +20,12 @@ _log = logging.getLogger(__name__)
 class Tokens:
     """The accepted tokens: those listed in `PLANTSTORE_TOKENS`, and the tokens file's.
 
-    A token is rotated by writing the file, with no signal and no restart: every worker looks
-    whether it changed (its inode, size, modification and change times) on the thread of a
-    request that needs a token, at most once every `interval` seconds of `clock`, and reads a
-    changed file again. A file renamed over the old one is read whole. One written in place may
-    be read half-written: cut within a line, it is not taken (it lacks its last newline); cut
-    at a line's end, it grants what the new file's first lines grant; either way it is read
-    again once the writing has changed it further.
-
-    A file that cannot be read, holds a line that is not a token, or (changed) names none is
-    not taken: a typo or a half-written file must not lock every client out, nor bring back a
-    token revoked since. The last good tokens are served instead: those this process took, or
-    the run's if newer (`LastGoodTokens`, in the directory `kept_in`, which the run's processes
-    share), all that a worker started while the file is bad has. The log says so in one line,
-    in the words a start with that file stops with (never a token), once each change of the
-    file for the whole run. The service's start refuses a bad file
-    (`plantstore.serving.settings`).
+    A token is rotated by writing the file, with no signal and no restart: a request that needs
+    a token looks, at most once every `interval` seconds, whether the file changed (`Version`),
+    and reads it again. A bad file (unreadable, a line that is no token, or changed to name
+    none) must not lock every client out, nor bring back a token revoked since: it is not
+    taken, the last good tokens stay served (`LastGoodTokens`, shared by the run's processes in
+    `kept_in`), and the log says so once for the run, never with a token.
     """
 
     def __init__(
