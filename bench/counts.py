@@ -35,7 +35,7 @@ from pathlib import Path
 
 from bench.load import LoadResult
 from bench.server import Server
-from tests.postgres_server import PostgresServer
+from plantstore.testing.postgres_server import PostgresServer
 
 #: Seconds within which a PostgreSQL backend has reported its transactions once it is idle: its
 #: `PGSTAT_IDLE_INTERVAL` (10 s), and a margin.

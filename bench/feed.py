@@ -26,8 +26,8 @@ from bench.postgres import create_database
 from bench.server import Listener
 from bench.stock import Stock, fill_postgres, fill_postgres_feed, fill_sqlite, fill_sqlite_feed
 from plantstore.stores.memory import FEED_LIMIT
-from tests.gunicorn_server import send
-from tests.postgres_server import PostgresServer
+from plantstore.testing.gunicorn_server import send
+from plantstore.testing.postgres_server import PostgresServer
 
 LIMIT = pages.LIMIT
 #: The most a page of events may cost, as a multiple of a page of plants on the same server.

@@ -28,7 +28,7 @@ from plantstore.api.conditions import Conditions, etag_of
 from plantstore.app import create_app
 from plantstore.runtime import Runtime
 from plantstore.stores.memory import MemoryStore
-from tests.webhook_receiver import SECRET, WebhookReceiver
+from plantstore.testing.webhook_receiver import SECRET, WebhookReceiver
 
 #: Plants kept ahead (ids -1 to -1,000) for `GET /plants/{id}` to read, one after another.
 READABLE = 1_000

@@ -27,7 +27,7 @@ from bench.stock import Stock, fill_memory, fill_postgres, fill_sqlite
 from plantstore.app import create_app
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
-from tests.postgres_server import PostgresServer
+from plantstore.testing.postgres_server import PostgresServer
 
 LIMIT = 100
 TAG = "t42"

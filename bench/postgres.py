@@ -1,13 +1,13 @@
 """Throwaway PostgreSQL clusters for the loopback parts, started by the bench itself.
 
-They are the tests' clusters (tests/postgres_server.py: loopback only, run as the `postgres`
-user when root), started while this process is pinned to the server's CPU, so that PostgreSQL's
-processes share that CPU with gunicorn and leave the other to the load generator. The cluster
-of `loopback` and `loopback-pages` runs with `fsync` off, like the tests': its creates do not
-wait for the disk, unlike SQLite's. That of `durable` is a durable one, with `fsync` and
-`synchronous_commit` on, as a deployed server runs: its commits wait for the disk; it counts
-the statements it runs (pg_stat_statements, created in its `postgres` database), for the bench
-to read.
+They are the tests' clusters (plantstore/testing/postgres_server.py: loopback only, run as the
+`postgres` user when root), started while this process is pinned to the server's CPU, so that
+PostgreSQL's processes share that CPU with gunicorn and leave the other to the load generator.
+The cluster of `loopback` and `loopback-pages` runs with `fsync` off, like the tests': its
+creates do not wait for the disk, unlike SQLite's. That of `durable` is a durable one, with
+`fsync` and `synchronous_commit` on, as a deployed server runs: its commits wait for the disk;
+it counts the statements it runs (pg_stat_statements, created in its `postgres` database), for
+the bench to read.
 """
 
 import importlib.util
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from bench.loopback import pinned
-from tests.postgres_server import PostgresServer, find_bindir
+from plantstore.testing.postgres_server import PostgresServer, find_bindir
 
 #: The settings that make a commit wait for the disk, each `on` in a durable cluster.
 DURABILITY = ("fsync", "synchronous_commit")

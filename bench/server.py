@@ -15,8 +15,8 @@ from typing import Self
 
 from bench.environs import TOKEN
 from bench.load import Workload
-from tests import gunicorn_server
-from tests.gunicorn_server import ROOT
+from plantstore.testing import gunicorn_server
+from plantstore.testing.gunicorn_server import ROOT
 
 __all__ = ["ROOT", "WARM_UP_REQUESTS", "Peer", "Server", "server_environ"]
 

@@ -4,23 +4,28 @@ to put them there.
 A million plants created through HTTP would take far too long, so each store is filled
 directly with the very documents the service keeps (`Plant` bodies, as orjson writes them).
 SQLite and PostgreSQL are first opened through `open_store`, so their schema and indexes are
-the service's own; the plants then go in as one bulk insert, in the rows the stores' `add`
-writes (the document and its `tag_key`), and ANALYZE lets the planner know the table as it is.
+the service's own. The plants then go in in one transaction: on SQLite through the store's own
+batch writer (`write_batch`), on PostgreSQL by COPY, in the rows the store's batch writes (the
+document and its `tag_key`): its statement takes a batch's arrays, made for a few requests, not
+a million rows. ANALYZE then lets the planner know the table as it is.
 The feed, when asked for, is one `created` event a plant, in id order, at consecutive
 positions, copied from the plants by one statement: what the service keeps after creating each.
-tests/test_bench.py checks that the service answers the same for them as for plants it made.
+bench/tests/test_bench.py checks that the service answers the same for them as for plants it made.
 """
 
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from bench.environs import tag_of
 from plantstore.core.events import EventKind
 from plantstore.core.stores import PlantStore
 from plantstore.stores import open_store
+from plantstore.stores.changes import Plan
 from plantstore.stores.sql import tag_key
+from plantstore.stores.sqlite_batch import write_batch
 
 
 def document(plant_id: int, tag: str) -> bytes:
@@ -42,7 +47,7 @@ class Stock:
         return ((plant_id, document(plant_id, tag_of(plant_id))) for plant_id in self.ids())
 
     def rows(self) -> Iterator[tuple[int, str, bytes | None]]:
-        """The rows of the SQL stores' `plants` table: id, document, tag."""
+        """The rows of PostgreSQL's `plants` table, as its store writes them: id, document, tag."""
         return ((plant_id, plant.decode(), tag_key(plant)) for plant_id, plant in self.documents())
 
     def ids(self, tag: str | None = None) -> Sequence[int]:
@@ -78,12 +83,20 @@ def _open_and_close(url: str) -> None:
         store.close()
 
 
+#: Plants the SQLite store's batch writer is handed at a time: a million at once would be held
+#: in memory, twice over.
+FILL_BATCH = 10_000
+
+
 def fill_sqlite(path: str, stock: Stock) -> None:
     _open_and_close(f"sqlite:///{path}")
     connection = sqlite3.connect(path, isolation_level=None)
     try:
         connection.execute("BEGIN")
-        connection.executemany("INSERT INTO plants (id, plant, tag) VALUES (?, ?, ?)", stock.rows())
+        documents = stock.documents()
+        while inserts := dict(islice(documents, FILL_BATCH)):
+            planned = Plan(outcomes=[], inserts=inserts, updates={}, deletes=[], events=[])
+            write_batch(connection, planned, subscribers=())
         connection.execute("COMMIT")
         connection.execute("ANALYZE")
     finally:

@@ -1,9 +1,9 @@
 """Webhooks configured: what they cost a create, and how soon their events arrive.
 
-The subscribers are the tests' (tests/webhook_receiver.py), on loopback. For the cost, one
-that takes every delivery and never answers it: each attempt waits out its timeout while the
-outbox only grows, the worst a subscriber can do to the requests. For the delay, one that
-answers 200 and notes when each event arrived.
+The subscribers are the tests' (plantstore/testing/webhook_receiver.py), on loopback. For the
+cost, one that takes every delivery and never answers it: each attempt waits out its timeout
+while the outbox only grows, the worst a subscriber can do to the requests. For the delay, one
+that answers 200 and notes when each event arrived.
 """
 
 import statistics
@@ -27,7 +27,7 @@ from bench.loopback import (
     stores,
 )
 from bench.server import Server, server_environ
-from tests.webhook_receiver import SECRET, WebhookReceiver
+from plantstore.testing.webhook_receiver import SECRET, WebhookReceiver
 
 #: The stores whose deliveries are measured: the one that keeps its outbox in the process,
 #: and the durable one that needs no server of its own.

@@ -1,16 +1,14 @@
 """wrk, the load generator of choice: installed from Debian when missing and allowed."""
 
-import json
 import os
 import shutil
 import subprocess
 import tempfile
-from pathlib import Path
 
 from bench.environs import TOKEN
 from bench.load import Creates, Deletes, LoadResult, Reads, Replaces, Revalidations, Workload
+from plantstore.testing.wrk import run_script
 
-SCRIPT = Path(__file__).with_name("plants.lua")
 #: The script's mode for each workload of stored plants, which it reads from a file.
 MODES = {Reads: "read", Revalidations: "revalidate", Replaces: "replace", Deletes: "delete"}
 APT_GET = ["apt-get", "-o", "DPkg::Lock::Timeout=600"]
@@ -55,31 +53,3 @@ def wrk_load(
         unexpected=sum(figures["other_statuses"].values()),
         socket_errors=sum(figures["socket_errors"].values()),
     )
-
-
-def run_script(
-    wrk: str, port: int, seconds: float, connections: int, token: str, *mode: str
-) -> dict:
-    """Run `plants.lua` in one wrk thread with `mode` (see the script), and give its figures."""
-    completed = subprocess.run(
-        [
-            wrk,
-            "-t1",
-            f"-c{connections}",
-            f"-d{seconds}s",
-            "--timeout=10s",
-            "-s",
-            str(SCRIPT),
-            f"http://127.0.0.1:{port}/plants",
-            "--",
-            token,
-            "1",
-            *mode,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=seconds + 60,
-    )
-    line = next(line for line in completed.stdout.splitlines() if line.startswith("BENCH "))
-    return json.loads(line.removeprefix("BENCH "))

@@ -1,8 +1,9 @@
 """The house's shape: its parts import downward only, and importing any module does nothing.
 
 The layers are import-linter's contract in pyproject.toml, checked as `lint-imports` checks
-them (imports inside functions count too). A module's import must change nothing global, so
-that a test, a tool or gunicorn's master can import any of them in any order.
+them (imports inside functions count too); a second contract there keeps tests/ and bench/
+apart, each using plantstore/testing. A module's import must change nothing global, so that a
+test, a tool or gunicorn's master can import any of them in any order.
 """
 
 import json
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gunicorn_server import ROOT
+from plantstore.testing.gunicorn_server import ROOT
 
 MODULES = sorted(
     ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")

@@ -55,7 +55,7 @@ def stored_plant(plant_id: int, plant: bytes) -> bytes:
 
     The kept bytes are already `PlantSchema`'s dump of the plant, a JSON object with at least a
     name, so the id goes in after its `{`: loading and dumping the plant again would give the
-    same fields in the same order. tests/test_schemas.py checks it against `StoredPlantSchema`.
+    same fields in the same order. tests/api/test_schemas.py checks it against `StoredPlantSchema`.
     """
     return b'{"id":%d,%s' % (plant_id, plant[1:])
 

@@ -5,7 +5,7 @@ the service runs stays open in the connections that have it, which go on taking 
 nobody will read again. A connection opened afterwards finds whatever is at the path now (or
 makes an empty database there), and beside it, named by the path too, the write-ahead log of
 the file it replaced, which it reads and writes as one database with the new file: plants it
-never acknowledged, or "database disk image is malformed". tests/test_unavailable.py shows
+never acknowledged, or "database disk image is malformed". tests/stores/test_unavailable.py shows
 sqlite3 alone opening a replaced file without a word.
 
 So a store names its file by device and inode, checks after each call that the path still

@@ -1,5 +1,5 @@
 """The document's examples: the README's session, each request in turn on an empty store, and
-the service's answer to it. tests/test_openapi.py sends every request to the app and compares
+the service's answer to it. tests/api/test_openapi.py sends every request to the app and compares
 the answers.
 
 They are one session, not an example beside each responder: each answer is true only after the

@@ -4,7 +4,7 @@ A responder's `Operation` names what is its own: its answers, and the failures o
 gives (a 404, a 409). The others follow from what it takes and where it is served, since the
 code that answers them (a schema's 400, `require_json`'s 415, `BearerAuth`'s 401) runs for
 every such request: they are derived here rather than listed by hand beside each responder,
-where one could be forgotten. tests/test_openapi_statuses.py holds the two to each other.
+where one could be forgotten. tests/api/test_openapi_statuses.py holds the two to each other.
 """
 
 from copy import deepcopy

@@ -1,0 +1,189 @@
+"""The feed every store keeps (`PlantStore.events`): each change committed after a cursor comes
+once, in the order of its plant's commits, from whatever cursor a follower resumes, page after
+page; a cursor older than what is kept is `CursorGone`, never a silent gap."""
+
+import threading
+import time
+from itertools import count
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from plantstore.core.events import EventKind
+from plantstore.core.plants import ConditionFailed
+from plantstore.core.stores import CursorGone, PlantStore
+from plantstore.stores.memory import MemoryStore
+from tests.stores.test_store_contract import document
+
+#: Few ids, so that changes often meet a plant that an earlier one made, changed or deleted.
+few_ids = st.integers(min_value=0, max_value=3)
+names = st.sampled_from(["fern", "rose", "ivy"])
+changes = st.lists(
+    st.tuples(st.sampled_from(["add", "put", "put if taken", "delete"]), few_ids, names),
+    max_size=12,
+)
+#: Each example's plants, under ids of their own, so that examples share a store but no plant.
+ID_BLOCKS = count(0, 10)
+
+
+def make(store: PlantStore, kind: str, plant_id: int, name: str, held: dict) -> tuple | None:
+    """Make one change on `store` and on the model `held`; give the event it must make, if any."""
+    plant = document(name)
+    before = held.get(plant_id)
+    try:
+        if kind == "add":
+            store.add(plant_id, plant)
+        elif kind == "delete":
+            store.delete(plant_id)
+        else:
+            store.put(
+                plant_id, plant, (lambda kept: kept is not None) if kind == "put if taken" else None
+            )
+    except ConditionFailed:
+        return None
+    if kind == "delete":
+        held.pop(plant_id, None)
+        return None if before is None else (EventKind.DELETED, plant_id, None)
+    if before is None:
+        held[plant_id] = plant
+        return EventKind.CREATED, plant_id, plant
+    if kind == "add" or before == plant:
+        return None
+    held[plant_id] = plant
+    return EventKind.UPDATED, plant_id, plant
+
+
+def follow(store: PlantStore, after: int, limit: int) -> list:
+    """Every event after `after`, page after page of `limit`, as a follower reads them."""
+    events = []
+    while True:
+        page = store.events(after, limit)
+        events += page.events
+        assert page.after >= after
+        if not page.full:
+            return events
+        after = page.after
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(made=changes, limit=st.integers(min_value=1, max_value=4), data=st.data())
+def test_every_store_gives_each_change_once_in_order_from_any_cursor(any_store, made, limit, data):
+    base = next(ID_BLOCKS)
+    start = any_store.head()
+    held: dict = {}
+    expected = [
+        event
+        for kind, plant_id, name in made
+        if (event := make(any_store, kind, base + plant_id, name, held)) is not None
+    ]
+    events = follow(any_store, start, limit)
+    assert [(event.kind, event.plant_id, event.plant) for event in events] == expected
+    assert [event.position for event in events] == sorted({event.position for event in events})
+    assert any_store.head() >= (events[-1].position if events else start)
+    if events:
+        resumed = data.draw(st.sampled_from(events), label="resumed after")
+        later = [event for event in events if event.position > resumed.position]
+        assert follow(any_store, resumed.position, limit) == later
+
+
+def test_a_page_says_where_to_go_on_from_also_when_empty(any_store):
+    head = any_store.head()
+    empty = any_store.events(head, 10)
+    assert (empty.events, empty.full) == ([], False)
+    assert empty.after >= head
+    any_store.add(1, document("fern"))
+    (created,) = any_store.events(empty.after, 10).events
+    assert (created.kind, created.plant_id, created.plant) == (
+        EventKind.CREATED,
+        1,
+        document("fern"),
+    )
+    assert any_store.events(created.position, 10).events == []
+
+
+def test_the_head_taken_before_a_list_is_where_what_the_list_missed_begins(any_store):
+    """List, then follow: a change committed after the head is in the feed after it."""
+    any_store.add(1, document("fern"))
+    head = any_store.head()
+    any_store.add(2, document("rose"))
+    any_store.delete(1)
+    assert [(event.kind, event.plant_id) for event in follow(any_store, head, 10)] == [
+        (EventKind.CREATED, 2),
+        (EventKind.DELETED, 1),
+    ]
+
+
+def every_event(store: PlantStore) -> list:
+    """Every event a fresh store keeps, from the oldest."""
+    page = store.events(None, 1000)
+    assert not page.full
+    return page.events
+
+
+def test_an_event_is_stored_as_the_plant_was_and_when(any_store):
+    before = time.time()
+    any_store.put(5, document("fern", "green"))
+    (event,) = every_event(any_store)
+    assert (event.kind, event.plant_id, event.plant) == (
+        EventKind.CREATED,
+        5,
+        document("fern", "green"),
+    )
+    assert before <= event.at <= time.time()
+    assert orjson.loads(event.webhook_body())["data"] == {"id": 5, "name": "fern", "tag": "green"}
+
+
+def test_pruned_events_are_gone_and_a_cursor_before_them_is_too(any_store):
+    for plant_id in range(5):
+        any_store.add(plant_id, document(f"plant {plant_id}"))
+    events = every_event(any_store)
+    assert len(events) == 5
+    assert any_store.prune(events[-1].at + 1, 2) == 2
+    assert any_store.events(None, 10).events == events[2:]
+    assert any_store.prune(events[-1].at + 1, 100) == 3
+    with pytest.raises(CursorGone):
+        any_store.events(events[0].position, 10)
+    assert any_store.events(None, 10).events == []
+    assert any_store.events(events[-1].position, 10).events == []
+
+
+def test_only_events_older_than_asked_are_pruned(any_store):
+    any_store.add(1, document("fern"))
+    (event,) = every_event(any_store)
+    assert any_store.prune(event.at, 100) == 0
+    assert every_event(any_store) == [event]
+
+
+def test_a_cursor_of_another_run_of_the_memory_store_is_gone():
+    """The memory store's plants go with its process: a follower must list them again."""
+    earlier = MemoryStore()
+    earlier.add(1, document("fern"))
+    (event,) = earlier.events(None, 10).events
+    with pytest.raises(CursorGone):
+        MemoryStore().events(event.position, 10)
+
+
+def test_a_wait_ends_at_a_commit_of_the_process(any_store):
+    woken = []
+    waiting = threading.Thread(target=lambda: woken.append(any_store.wait_for_events(30)))
+    began = time.monotonic()
+    waiting.start()
+    while waiting.is_alive() and time.monotonic() - began < 30:
+        any_store.add(1, document("fern"))
+        waiting.join(0.05)
+    assert woken == [True]
+    assert time.monotonic() - began < 10
+
+
+def test_waits_end_at_once_when_the_process_stops(any_store):
+    woken = []
+    waiting = threading.Thread(target=lambda: woken.append(any_store.wait_for_events(30)))
+    waiting.start()
+    any_store.stop_waiting()
+    waiting.join(10)
+    assert woken == [False]
+    assert any_store.wait_for_events(30) is False
