@@ -187,10 +187,11 @@ def test_a_start_that_cannot_bind_says_what_the_readme_explains_and_leaves_nothi
         result = run([PLANTSTORE, "serve", f"--bind=127.0.0.1:{port}"], tmp_path)
     assert result.returncode != 0
     assert list(tmp_path.iterdir()) == []
-    # gunicorn's own words, as the README's Troubleshooting quotes them.
+    # gunicorn's own words, as the operations page's Troubleshooting quotes them.
     said = [f"Connection in use: ('127.0.0.1', {port})", f"Can't connect to ('127.0.0.1', {port})"]
     assert all(words in result.stderr for words in said), result.stderr
-    troubleshooting = README.split("\n## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
+    operations = (ROOT / "docs/operations.md").read_text()
+    troubleshooting = operations.split("\n## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
     assert "- **`Connection in use`, then `Can't connect to`**: " in troubleshooting
 
 

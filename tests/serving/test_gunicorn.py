@@ -164,7 +164,7 @@ def test_more_than_one_worker_with_the_memory_store_is_refused():
 
 WHOLE = "must be a whole number"
 
-#: For every PLANTSTORE_* variable in the README's configuration table, a bad value and the one
+#: For every PLANTSTORE_* variable in docs/configuration.md's table, a bad value and the one
 #: line that refuses it ({tmp} is the test's directory).
 BAD_SETTINGS = {
     "PLANTSTORE_TOKENS": (
@@ -218,7 +218,7 @@ BAD_SETTINGS = {
     ),
 }
 
-#: gunicorn's own variables in the README's table, a bad value of each, and the line that
+#: gunicorn's own variables in docs/configuration.md's table, a bad value of each, and the line that
 #: refuses it: `plantstore serve` checks them before gunicorn loads. `gunicorn -c` reads
 #: `WEB_CONCURRENCY` and `FORWARDED_ALLOW_IPS` as it loads, before gunicorn.conf.py, and
 #: refuses them in its own words; `PORT` it binds after the hooks check it.
@@ -244,13 +244,14 @@ STARTS = {
 }
 
 
-def readme_variables() -> set[str]:
-    readme = (ROOT / "README.md").read_text()
-    return set(re.findall(r"^\| `([A-Z_]+)` \|", readme, flags=re.MULTILINE))
+def documented_variables() -> set[str]:
+    """The variables of docs/configuration.md's table."""
+    configuration = (ROOT / "docs/configuration.md").read_text()
+    return set(re.findall(r"^\| `([A-Z_]+)` \|", configuration, flags=re.MULTILINE))
 
 
-def test_every_variable_in_the_readme_has_a_bad_value_tried_below():
-    assert readme_variables() == set(BAD_SETTINGS) | set(GUNICORNS_OWN)
+def test_every_documented_variable_has_a_bad_value_tried_below():
+    assert documented_variables() == set(BAD_SETTINGS) | set(GUNICORNS_OWN)
 
 
 def start(tmp_path, how: str, *args: str, **environ) -> subprocess.CompletedProcess:

@@ -617,17 +617,18 @@ def test_the_backoff_doubles_up_to_an_hour(attempts, ceiling):
     assert backoff(attempts) == ceiling
 
 
-def readme_subscriber() -> str:
-    """The subscriber the README's Webhooks section shows."""
-    section = re.split(r"^## Webhooks\n", (ROOT / "README.md").read_text(), flags=re.M)[1]
+def documented_subscriber() -> str:
+    """The subscriber the interface page's Webhooks section shows."""
+    page = (ROOT / "docs/interface.md").read_text()
+    section = re.split(r"^## Webhooks\n", page, flags=re.M)[1]
     return re.search(r"```python\n(.+?)```", section, flags=re.S)[1]
 
 
 @pytest.mark.slow
-def test_the_readmes_subscriber_verifies_each_event_and_refuses_a_forgery(worker_app):
+def test_the_documented_subscriber_verifies_each_event_and_refuses_a_forgery(worker_app):
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]
-    code = readme_subscriber().replace('("127.0.0.1", 9000)', f'("127.0.0.1", {port})')
+    code = documented_subscriber().replace('("127.0.0.1", 9000)', f'("127.0.0.1", {port})')
     with subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
     ) as subscriber:
