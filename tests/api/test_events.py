@@ -5,13 +5,16 @@ import dataclasses
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime
 
 import falcon.testing
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from plantstore.api.schemas import EventPageSchema
 from plantstore.app import create_app
+from plantstore.core.events import rfc3339
 from tests.conftest import TOKEN
 
 FERN = {"name": "fern", "tag": "green"}
@@ -177,3 +180,14 @@ def test_a_stopping_worker_ends_the_waits_with_an_empty_page(client, store, wait
     assert result.status_code == 200
     assert result.json["events"] == []
     assert time.monotonic() - began < 1
+
+
+@hypothesis.given(
+    st.floats(min_value=0, max_value=2**35, allow_nan=False)
+    | st.integers(0, 2**34).map(lambda second: second + 0.9995)
+    | st.integers(0, 2**34).map(lambda second: second + 0.9999996)
+)
+def test_an_events_time_is_written_as_datetime_writes_it(at):
+    """To the millisecond, rounded to the microsecond first, whatever second it falls in."""
+    written = datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
+    assert rfc3339(at) == written.replace("+00:00", "Z")
