@@ -3,8 +3,7 @@ small feed against a big one, on every store.
 """
 
 from bench import feed, loopback
-from bench.environs import InvalidRun
-from bench.printout.lines import describe_runs, print_setup, verdict
+from bench.printout.lines import describe_runs, print_setup, sized_over_loopback, verdict
 
 FEED_NOTE = (
     "  every store holds plants 0 to N - 1 and the feed of their creation, in id order;\n"
@@ -19,18 +18,8 @@ def run_feed(setup: loopback.Setup, cluster, args) -> bool:
     )
     print(FEED_NOTE)
     print_setup(setup, args)
-    try:
-        results = feed.over_loopback(
-            setup,
-            args.small_plants,
-            args.plants,
-            cluster,
-            args.loopback_rounds,
-            args.seconds,
-            args.connections,
-        )
-    except InvalidRun as ex:
-        print(f"  INVALID: {ex}")
+    results = sized_over_loopback(feed.over_loopback, setup, cluster, args)
+    if results is None:
         return False
     valid = True
     for (store, case), (small, big) in results.items():

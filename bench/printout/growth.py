@@ -5,7 +5,7 @@ empty one) and `memory` (bytes a plant).
 
 from bench import loopback, memory, pages
 from bench.environs import InvalidRun
-from bench.printout.lines import describe_runs, print_setup, verdict
+from bench.printout.lines import describe_runs, print_setup, sized_over_loopback, verdict
 
 PAGES_NOTE = (
     "  every store holds plants tagged t0 to t99 in turn; deep pages start after random ids;\n"
@@ -37,18 +37,8 @@ def run_loopback_pages(setup: loopback.Setup, cluster, args) -> bool:
     print(f"\npages over loopback: GET /plants?limit={pages.LIMIT}, cost against the store's size")
     print(PAGES_NOTE)
     print_setup(setup, args)
-    try:
-        results = pages.over_loopback(
-            setup,
-            args.small_plants,
-            args.plants,
-            cluster,
-            args.loopback_rounds,
-            args.seconds,
-            args.connections,
-        )
-    except InvalidRun as ex:
-        print(f"  INVALID: {ex}")
+    results = sized_over_loopback(pages.over_loopback, setup, cluster, args)
+    if results is None:
         return False
     valid = True
     for (store, case), ((small, small_figures), (big, big_figures)) in results.items():

@@ -7,6 +7,7 @@ import os
 from contextlib import ExitStack
 
 from bench import loopback, postgres
+from bench.environs import InvalidRun
 from bench.load import LoadResult
 
 
@@ -52,3 +53,22 @@ def start_cluster(stack: ExitStack, setup: loopback.Setup, durable: bool = False
         print(f"\nPostgreSQL: its lines are skipped, {reason}")
         return None
     return stack.enter_context(postgres.cluster(setup.server_cpu, durable))
+
+
+def sized_over_loopback(measure, setup: loopback.Setup, cluster, args):
+    """What `measure` (a part's `over_loopback`) gives for a small and a big store under the
+    run's settings; None, once `INVALID` and why are printed, for a run that measured
+    something else."""
+    try:
+        return measure(
+            setup,
+            args.small_plants,
+            args.plants,
+            cluster,
+            args.loopback_rounds,
+            args.seconds,
+            args.connections,
+        )
+    except InvalidRun as ex:
+        print(f"  INVALID: {ex}")
+        return None
