@@ -12,6 +12,8 @@ from bench.printout.lines import describe_runs, print_setup, verdict
 PEER_LIBRARIES = ("fastapi", "pydantic", "uvicorn", "uvloop", "httptools")
 #: The least share of the floor's creates a second the memory store's may serve over loopback.
 MEMORY_OF_FLOOR = 0.85
+#: The most the memory store's p99 of creates may be, as a multiple of the peer's.
+MEMORY_P99_OF_PEER = 1.5
 #: The least share of the memory store's creates a second (its token in `PLANTSTORE_TOKENS`)
 #: that it may serve with its token from a tokens file, a digest entry with scopes.
 FILE_TOKEN_OF_PLAIN = 0.95
@@ -78,10 +80,12 @@ def run_loopback(setup: loopback.Setup, cluster, args) -> bool:
         # The targets are the memory store's: a durable store waits for the disk at every create.
         if store == "memory":
             against_peer = posts.per_second / peer.per_second
+            tail = posts.p99_us / peer.p99_us
             target = (
                 f"target ≥ {MEMORY_OF_FLOOR:.0%}: {verdict(share >= MEMORY_OF_FLOOR)}),"
                 f" {against_peer:4.2f}x {loopback.PEER}'s (target ≥ 1.0x:"
-                f" {verdict(against_peer >= 1)}"
+                f" {verdict(against_peer >= 1)}), p99 {tail:3.1f}x its (target ≤"
+                f" {MEMORY_P99_OF_PEER}x: {verdict(tail <= MEMORY_P99_OF_PEER)}"
             )
         else:
             target = {"sqlite": "durable", "postgresql": "fsync off"}[store]

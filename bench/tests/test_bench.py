@@ -630,6 +630,7 @@ def test_the_parts_over_loopback_run_and_every_answer_is_as_expected():
     assert "; server on CPU " in pinned and "; nothing pinned: server and " in as_served
     for placed in (pinned, as_served):
         assert f"x {loopback.PEER}'s (target ≥ 1.0x: " in placed
+        assert "x its (target ≤ 1.5x: " in placed
         (file_token,) = [
             line for line in placed.splitlines() if line.startswith(f"  {loopback.TOKENS_FILE} ")
         ]
