@@ -245,8 +245,8 @@ def test_events_waiting_for_urls_reach_their_subscribers_after_the_upgrade(
         _, stderr = server.stop()
     basic = base64.b64encode(b"user:hunter2").decode()
     assert {(d.webhook_id, d.path, d.authorization) for d in receiver.deliveries} == {
-        (events[0].webhook_id, "/hooks", f"Basic {basic}"),
-        (events[1].webhook_id, "/other", None),
+        (events[0].id, "/hooks", f"Basic {basic}"),
+        (events[1].id, "/other", None),
     }
     assert "Traceback" not in stderr
     assert "hunter2" not in stderr
