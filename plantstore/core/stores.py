@@ -159,7 +159,7 @@ class Delivery(NamedTuple):
 
     id: int
     webhook_id: str
-    #: The subscriber's key (`plantstore.webhooks.subscribers.subscriber_key`), not its URL,
+    #: The subscriber's key (`plantstore.core.events.subscriber_key`), not its URL,
     #: which may hold a password and so is never written to the database.
     subscriber: str
     body: bytes
