@@ -205,7 +205,7 @@ def test_fuzzing_without_a_valid_token_meets_only_401(server, tmp_path, note_fig
         response = exchange["response"]
         headers = {h["name"].lower(): h["value"] for h in response["headers"]}
         if exchange["request"]["method"] == "OPTIONS":
-            # It needs no token and tells only the path's methods (README, The interface).
+            # It needs no token and tells only the path's methods (docs/interface.md, Paths).
             assert response["status"] == 204 and not response["content"].get("text")
             assert "allow" in headers and "content-type" not in headers
             continue

@@ -19,8 +19,8 @@ from plantstore.testing.gunicorn_server import (
 )
 
 README = (ROOT / "README.md").read_text()
-#: The pages whose examples run, in the order a reader meets them: the README's continue the
-#: Quick start's, and docs/interface.md's continue the README's.
+#: The pages whose examples run, in the order a reader meets them: the README's Quick start,
+#: then docs/interface.md's, which continue it.
 EXAMPLE_PAGES = (README, (ROOT / "docs/interface.md").read_text())
 #: Every page of the project's documentation.
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench/README.md")

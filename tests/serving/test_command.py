@@ -21,7 +21,6 @@ from plantstore.testing.gunicorn_server import (
 #: Each test runs the command as a process, and several start gunicorn: the slow set.
 pytestmark = pytest.mark.slow
 
-README = (ROOT / "README.md").read_text()
 ACCESS_LOG_LINE = re.compile(
     r'127\.0\.0\.1 request_id=\S+ token=importer "POST /plants" status=200 duration_us=\d+'
 )
@@ -179,7 +178,7 @@ def test_serve_help_is_gunicorns_whose_every_flag_serve_takes(tmp_path):
     assert re.search(r"^  --threads INT ", result.stdout, re.M)
 
 
-def test_a_start_that_cannot_bind_says_what_the_readme_explains_and_leaves_nothing_behind(
+def test_a_start_that_cannot_bind_says_what_troubleshooting_explains_and_leaves_nothing_behind(
     tmp_path,
 ):
     with socket.create_server(("127.0.0.1", 0)) as taken:
