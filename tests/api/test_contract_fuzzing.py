@@ -182,8 +182,11 @@ def test_stateful_sequences_change_a_plant_with_the_etag_its_link_carried(
         f"schemathesis' sequences: links {links[1] if links else 'not followed'}; "
         + "; ".join(f"{link}: {dict(statuses)}" for link, statuses in answered.items())
     )
+    # schemathesis may send a link's PUT to another id than the one read, with the carried
+    # `ETag` (412, rightly): each link is followed with its ETag, and one at least is taken.
     for link, statuses in answered.items():
-        assert statuses[200] > 0, (link, statuses)
+        assert set(statuses) <= {200, 412} and statuses.total() > 0, (link, statuses)
+    assert sum(statuses[200] for statuses in answered.values()) > 0, answered
 
 
 def test_fuzzing_without_a_valid_token_meets_only_401(server, tmp_path, note_figure):
