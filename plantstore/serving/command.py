@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="plantstore",
         description="Plant Store, a small HTTP service that keeps plants. Every subcommand "
-        "reads the settings from the environment (see the README's configuration table).",
+        "reads the settings from the environment (see docs/configuration.md).",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser(

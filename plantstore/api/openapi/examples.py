@@ -1,6 +1,6 @@
-"""The document's examples: the README's session, each request in turn on an empty store, and
-the service's answer to it. tests/api/test_openapi.py sends every request to the app and compares
-the answers.
+"""The document's examples: the documented session (the README's, then docs/interface.md's),
+each request in turn on an empty store, and the service's answer to it.
+tests/api/test_openapi.py sends every request to the app and compares the answers.
 
 They are one session, not an example beside each responder: each answer is true only after the
 requests before it (fern's `ETag`, the 409 of ivy), so they are kept, and replayed, in order.
@@ -131,7 +131,7 @@ EXAMPLES = (
     ),
 )
 
-#: Each schema's example, from the same session; the events' as the README shows them.
+#: Each schema's example, from the same session; the events' as docs/interface.md shows them.
 SCHEMA_EXAMPLES = {
     "Plant": FERN,
     "NewPlant": {"id": 1, **FERN},
