@@ -11,6 +11,7 @@ is one worker, so the runtime it opened is this module's to hold.
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -183,11 +184,15 @@ def _running(pid: int) -> bool:
 
 
 def post_fork(server, worker):
-    """Note this worker's gunicorn settings, for `worker_app` to open its runtime with.
+    """Note this worker's gunicorn settings, for `worker_app` to open its runtime with, and have
+    a stop that comes before the worker's own signal handlers end it at once.
 
-    Nothing is opened here: until the worker installs its own signal handlers, after this hook,
-    it has the master's, and a SIGTERM that came meanwhile would be lost (the master would wait
-    `--graceful-timeout` for the worker to stop). `worker_app` runs after they are installed.
+    Until gunicorn installs the worker's handlers, after this hook, the worker has the master's,
+    which queue a signal in this process's copy of the master, where nothing reads it: a stop
+    that came then would be lost, and the master would wait `--graceful-timeout` (30 s) for a
+    worker that serves on. A worker that has not started serving holds nothing to finish, so
+    SIGTERM, SIGINT and SIGQUIT end it meanwhile. Nothing is opened here either: `worker_app`
+    runs once gunicorn's handlers are installed.
 
     A memory-store worker that replaces an earlier one warns that it starts with no plants. The
     master counts the workers it forks (`worker.age`); a second one, after SIGHUP or a worker
@@ -195,12 +200,18 @@ def post_fork(server, worker):
     answers on, so an id can then take other content.
     """
     global _settings
+    for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+        signal.signal(stop, _exit_before_serving)
     _settings = worker.cfg
     if worker.age > 1 and Config.from_env().memory:
         server.log.warning(
             "plantstore: this worker starts with an empty memory store: the plants kept by "
             "the worker before it are gone"
         )
+
+
+def _exit_before_serving(signum, frame):
+    sys.exit(0)
 
 
 def worker_app():
