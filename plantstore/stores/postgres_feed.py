@@ -20,7 +20,8 @@ _READ = (
     f"WITH feed_now AS MATERIALIZED (SELECT {_HEAD} AS head, pruned_through FROM feed) "
     "SELECT feed_now.head, feed_now.pruned_through, page.position, page.kind, page.plant_id, "
     "page.plant, page.at FROM feed_now LEFT JOIN LATERAL (SELECT position, kind, plant_id, "
-    "plant::text, at FROM events WHERE position > coalesce(%(after)s::bigint, "
+    "convert_to(plant::text, 'UTF8') AS plant, at FROM events "
+    "WHERE position > coalesce(%(after)s::bigint, "
     "feed_now.pruned_through) AND position <= feed_now.head ORDER BY position "
     "LIMIT %(limit)s) AS page ON true ORDER BY page.position"
 )

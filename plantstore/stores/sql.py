@@ -112,9 +112,14 @@ def pruned_through(oldest: Iterable[tuple[int, float]], before: float) -> int:
     return through
 
 
-def feed_event(position: int, kind: str, plant_id: int, plant: str | None, at: float) -> Event:
-    """An event as the feed's row holds it."""
-    return Event(position, EventKind(kind), plant_id, None if plant is None else plant.encode(), at)
+#: Each kind by the name the feed's rows keep: a lookup for each row of a page, where calling
+#: `EventKind(kind)` would go through the enum's metaclass each time.
+_KINDS = {kind.value: kind for kind in EventKind}
+
+
+def feed_event(position: int, kind: str, plant_id: int, plant: bytes | None, at: float) -> Event:
+    """An event as the feed's row holds it, its plant read as bytes."""
+    return Event(position, _KINDS[kind], plant_id, plant, at)
 
 
 def keys_of_urls(urls: Iterable[tuple[str]]) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ from plantstore.stores.sqlite_batch import LAST_POSITION
 
 _PRUNED_THROUGH = "SELECT pruned_through FROM feed"
 _EVENTS = (
-    "SELECT position, kind, plant_id, plant, at FROM events "
+    "SELECT position, kind, plant_id, CAST(plant AS BLOB), at FROM events "
     "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
 )
 _OLDEST = "SELECT position, at FROM events ORDER BY position LIMIT ?"

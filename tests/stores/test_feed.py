@@ -125,16 +125,19 @@ def every_event(store: PlantStore) -> list:
 
 
 def test_an_event_is_stored_as_the_plant_was_and_when(any_store):
+    """Byte for byte, beyond ASCII and with what JSON escapes: the feed reads the plant as
+    the bytes it was written as."""
+    name = 'fougère "🌿" \\ 蕨'
     before = time.time()
-    any_store.put(5, document("fern", "green"))
+    any_store.put(5, document(name, "green"))
     (event,) = every_event(any_store)
     assert (event.kind, event.plant_id, event.plant) == (
         EventKind.CREATED,
         5,
-        document("fern", "green"),
+        document(name, "green"),
     )
     assert before <= event.at <= time.time()
-    assert orjson.loads(event.webhook_body())["data"] == {"id": 5, "name": "fern", "tag": "green"}
+    assert orjson.loads(event.webhook_body())["data"] == {"id": 5, "name": name, "tag": "green"}
 
 
 def test_pruned_events_are_gone_and_a_cursor_before_them_is_too(any_store):
