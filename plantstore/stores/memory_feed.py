@@ -36,7 +36,17 @@ class MemoryFeed:
     def after(self, position: int, limit: int) -> list[Event]:
         """Up to `limit` events after `position`, which is kept (not before `pruned_through`)."""
         start = self._gone + position - self.pruned_through
-        return [self._event(i) for i in range(start, min(start + limit, len(self._kinds)))]
+        stop = min(start + limit, len(self._kinds))
+        return list(
+            map(
+                Event,
+                range(position + 1, position + 1 + stop - start),
+                map(_KINDS.__getitem__, self._kinds[start:stop]),
+                self._plant_ids[start:stop],
+                self._plants[start:stop],
+                self._times[start:stop],
+            )
+        )
 
     def prune(self, before: float, limit: int) -> int:
         """Forget up to `limit` of the oldest events made before `before`; give how many."""
@@ -54,8 +64,3 @@ class MemoryFeed:
 
     def __len__(self) -> int:
         return len(self._kinds) - self._gone
-
-    def _event(self, index: int) -> Event:
-        position = self.pruned_through + 1 + index - self._gone
-        kind, plant_id = _KINDS[self._kinds[index]], self._plant_ids[index]
-        return Event(position, kind, plant_id, self._plants[index], self._times[index])
