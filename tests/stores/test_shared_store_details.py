@@ -174,3 +174,31 @@ def test_the_app_factory_starts_nothing_and_closes_nothing(receiver):
     create_app(config, store)
     assert threading.active_count() == threads
     assert store.add(1, FERN) == FERN
+
+
+def test_postgresql_checks_a_batchs_order_by_index_however_the_feed_grew(postgres_url):
+    """`plantstore_events_in_order` runs on each batch, its query planned once a session:
+    planned while the feed is empty, then run on one that grew, it still probes the index and
+    reads no table through (which, on a feed of millions, every batch would pay)."""
+    PostgresStore(postgres_url).close()
+    check = "SELECT plantstore_events_in_order(ARRAY[5, 7], 1 << 40)"
+    with psycopg.connect(postgres_url, autocommit=True) as session:
+        for _ in range(10):  # past the five runs after which a session keeps a generic plan
+            session.execute(check)
+        with psycopg.connect(postgres_url, autocommit=True) as writer:
+            writer.execute(
+                "INSERT INTO events (position, kind, plant_id, plant, at) "
+                "SELECT n, 'created', n, NULL, 0 FROM generate_series(1, 20000) AS n"
+            )
+        before = scans(session)
+        session.execute(check)
+        after = scans(session)
+    assert after[0] == before[0]
+    assert after[1] > before[1]
+
+
+def scans(session: psycopg.Connection) -> tuple[int, int]:
+    """The sequential and index scans of `events` this session made and has not yet reported."""
+    return session.execute(
+        "SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'events'"
+    ).fetchone()
