@@ -48,10 +48,12 @@ POSITIONS_PER_TRANSACTION = 1 << 16
 #: The transaction's id, and each of its statements' bound (`statement_timeout`, for this
 #: transaction alone).
 _BEGUN = "SELECT pg_current_xact_id()::text::bigint, set_config('statement_timeout', %s, true)"
-_IN_ORDER = "SELECT plantstore_events_in_order(%s::bigint[], %s::bigint)"
+#: The events, inserted once `plantstore_events_in_order` (of the batch's plants and its first
+#: position) passes: a condition on no row, which PostgreSQL tests once, before any insert.
 _EVENTS = (
     "INSERT INTO events (position, kind, plant_id, plant, at) "
-    "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::json[], %s::float8[])"
+    "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::json[], %s::float8[]) "
+    "WHERE plantstore_events_in_order(%s::bigint[], %s::bigint)"
 )
 #: The rows of the ids that no other transaction holds, locked, with what they hold; the ids
 #: held by others come with no plant.
@@ -165,8 +167,8 @@ def _writes(planned: Plan, first_position: int, subscribers: Sequence[str]) -> l
     if not planned.events:
         return writes
     plant_ids = sorted({event.plant_id for event in planned.events})
-    writes.append((_IN_ORDER, (plant_ids, first_position)))
-    writes.append((_EVENTS, _transposed(event_rows(planned.events))))
+    in_order = (plant_ids, first_position)
+    writes.append((_EVENTS, (*_transposed(event_rows(planned.events)), *in_order)))
     if subscribers:
         writes.append((_RECORD, _transposed(outbox_rows(planned.events, subscribers))))
     return writes

@@ -70,7 +70,9 @@ def _create_feed(connection: psycopg.Connection) -> None:
 
     A batch's events take positions from its transaction's id (postgres_batch.py), and
     `plantstore_events_in_order` refuses a batch that would put a plant's event before one of
-    that plant committed earlier (`events_by_plant` finds them). Always by that index: the
+    that plant committed earlier (`events_by_plant` finds them); otherwise it is true, and the
+    batch's insert of its events is made on that condition, which PostgreSQL tests once, before
+    the first row, as the function reads but writes nothing (`STABLE`). Always by that index: the
     function's query is planned once a session, often while the table is still empty, and a
     plan that then scans the whole table would read every event on every batch as the feed
     grows; so the function turns sequential scans off while it runs (`SET enable_seqscan`).
@@ -84,13 +86,13 @@ def _create_feed(connection: psycopg.Connection) -> None:
     connection.execute("INSERT INTO feed (pruned_through) VALUES (0)")
     connection.execute(
         "CREATE OR REPLACE FUNCTION plantstore_events_in_order(plant_ids bigint[], "
-        "first_position bigint) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off "
-        "AS $$ BEGIN "
+        "first_position bigint) RETURNS boolean LANGUAGE plpgsql STABLE "
+        "SET enable_seqscan = off AS $$ BEGIN "
         "IF EXISTS (SELECT 1 FROM events WHERE plant_id = ANY(plant_ids) "
         "AND position >= first_position) THEN RAISE EXCEPTION USING "
         "ERRCODE = 'serialization_failure', MESSAGE = 'a plant of the batch has an event of "
         "a later transaction id: the batch is made again in a new transaction'; "
-        "END IF; END $$"
+        "END IF; RETURN true; END $$"
     )
 
 

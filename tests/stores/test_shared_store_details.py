@@ -202,3 +202,31 @@ def scans(session: psycopg.Connection) -> tuple[int, int]:
     return session.execute(
         "SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'events'"
     ).fetchone()
+
+
+def test_postgresql_makes_a_batch_again_rather_than_put_an_event_before_a_later_one(postgres_url):
+    """A transaction's id may be older than that of one which changed the same plant and
+    committed first. A batch whose positions would come before an event of one of its plants
+    already in the feed is made again, with a newer id, until its event comes after it: here
+    an event made a few transaction ids ahead."""
+    store = PostgresStore(postgres_url)
+    try:
+        store.add(5, FERN)
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            (now,) = connection.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()
+            ahead = (now + 3) * postgres_batch.POSITIONS_PER_TRANSACTION
+            connection.execute(
+                "INSERT INTO events (position, kind, plant_id, plant, at) "
+                "VALUES (%s, 'updated', 5, %s, 0)",
+                (ahead, FERN.decode()),
+            )
+        store.put(5, ROSE)
+        with psycopg.connect(postgres_url) as connection:
+            events = connection.execute(
+                "SELECT position, plant::text FROM events WHERE plant_id = 5 ORDER BY position"
+            ).fetchall()
+    finally:
+        store.close()
+    (last_position, last_plant) = events[-1]
+    assert last_plant == ROSE.decode()
+    assert last_position > ahead
