@@ -167,8 +167,8 @@ def _writes(planned: Plan, first_position: int, subscribers: Sequence[str]) -> l
     if not planned.events:
         return writes
     plant_ids = sorted({event.plant_id for event in planned.events})
-    in_order = (plant_ids, first_position)
-    writes.append((_EVENTS, (*_transposed(event_rows(planned.events)), *in_order)))
+    events = _transposed(event_rows(planned.events))
+    writes.append((_EVENTS, (*events, plant_ids, first_position)))
     if subscribers:
         writes.append((_RECORD, _transposed(outbox_rows(planned.events, subscribers))))
     return writes
