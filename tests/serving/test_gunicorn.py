@@ -22,6 +22,7 @@ from plantstore.testing.gunicorn_server import (
     run_to_exit,
     server_environ,
 )
+from tests.support.configuration_table import documented_variables
 from tests.support.raw_http import exchange, parse_answers
 from tests.support.tokens_file import changed_at
 
@@ -242,12 +243,6 @@ STARTS = {
     "gunicorn -c gunicorn.conf.py": dict(command=GUNICORN, cwd=ROOT),
     "plantstore serve": dict(command=[PLANTSTORE, "serve"], cwd=None),
 }
-
-
-def documented_variables() -> set[str]:
-    """The variables of docs/configuration.md's table."""
-    configuration = (ROOT / "docs/configuration.md").read_text()
-    return set(re.findall(r"^\| `([A-Z_]+)` \|", configuration, flags=re.MULTILINE))
 
 
 def test_every_documented_variable_has_a_bad_value_tried_below():
@@ -743,7 +738,9 @@ def test_a_stop_while_the_workers_boot_ends_at_once(tmp_path):
     environ = server_environ(PLANTSTORE_TOKENS=TOKEN, PLANTSTORE_STORE=url)
     command = (sys.executable, "-m", "gunicorn", "-c", str(config))
     server = GunicornServer(environ, "--workers=3", command=command)
-    server.wait_for_stderr(r"Booting worker with pid: \d+", count=3)
-    began = time.monotonic()
-    server.stop()
+    try:
+        server.wait_for_stderr(r"Booting worker with pid: \d+", count=3)
+        began = time.monotonic()
+    finally:
+        server.stop()
     assert time.monotonic() - began < 10
