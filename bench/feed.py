@@ -171,7 +171,7 @@ def fill(tmp: str, size: int, postgres: PostgresServer | None) -> dict[str, Serv
     """Each store, holding `Stock(size)` and its feed, as the server to start."""
     path = f"{tmp}/feed-{size}.db"
     fill_sqlite(path, Stock(size))
-    fill_sqlite_feed(path)
+    fill_sqlite_feed(path, Stock(size))
     served = {
         "memory": Served({"BENCH_STOCK": str(size)}, PRELOADED, FIRST_PAGES),
         "sqlite": Served({"PLANTSTORE_STORE": f"sqlite:///{path}"}, warm_up=FIRST_PAGES),
@@ -179,7 +179,7 @@ def fill(tmp: str, size: int, postgres: PostgresServer | None) -> dict[str, Serv
     if postgres is not None:
         url = create_database(postgres, f"feed_{size}")
         fill_postgres(url, Stock(size))
-        fill_postgres_feed(url)
+        fill_postgres_feed(url, Stock(size))
         served["postgresql"] = Served({"PLANTSTORE_STORE": url}, warm_up=FIRST_PAGES)
     return served
 

@@ -9,8 +9,9 @@ batch writer (`write_batch`), on PostgreSQL by COPY, in the rows the store's bat
 document and its `tag_key`): its statement takes a batch's arrays, made for a few requests, not
 a million rows. ANALYZE then lets the planner know the table as it is.
 The feed, when asked for, is one `created` event a plant, in id order, at consecutive
-positions, copied from the plants by one statement: what the service keeps after creating each.
-bench/tests/test_bench.py checks that the service answers the same for them as for plants it made.
+positions: what the service keeps after creating each, in the rows its batches write
+(`event_rows`), documents and all. bench/tests/test_bench.py checks that the service answers
+the same for them as for plants it made.
 """
 
 import sqlite3
@@ -20,11 +21,11 @@ from dataclasses import dataclass
 from itertools import islice
 
 from bench.environs import tag_of
-from plantstore.core.events import EventKind
+from plantstore.core.events import Event, EventKind
 from plantstore.core.stores import PlantStore
 from plantstore.stores import open_store
 from plantstore.stores.changes import Plan
-from plantstore.stores.sql import tag_key
+from plantstore.stores.sql import event_rows, tag_key
 from plantstore.stores.sqlite_batch import write_batch
 
 
@@ -60,12 +61,6 @@ class Stock:
 #: The transaction whose positions PostgreSQL's feed put in ahead starts at: the first one a
 #: cluster gives (`FirstNormalTransactionId`), long ended once initdb has run.
 FIRST_TRANSACTION = 3
-#: Copies the plants into the feed, each one's `created` event at the first position given
-#: plus its rank in id order; the values are the first position, the kind and the time.
-_FEED = (
-    "INSERT INTO events (position, kind, plant_id, plant, at) "
-    "SELECT {0} + row_number() OVER (ORDER BY id) - 1, {0}, id, plant, {0} FROM plants"
-)
 
 
 def fill_memory(store: PlantStore, stock: Stock) -> None:
@@ -83,9 +78,23 @@ def _open_and_close(url: str) -> None:
         store.close()
 
 
-#: Plants the SQLite store's batch writer is handed at a time: a million at once would be held
-#: in memory, twice over.
+#: Plants (or events) the stores are handed at a time: a million at once would be held in
+#: memory, twice over.
 FILL_BATCH = 10_000
+
+
+def creation_events(stock: Stock, first: int) -> Iterator[list[Event]]:
+    """The `created` event of each of the stock's plants, in id order at consecutive positions
+    from `first`, `FILL_BATCH` at a time."""
+    made = time.time()
+    documents = stock.documents()
+    position = first
+    while batch := list(islice(documents, FILL_BATCH)):
+        yield [
+            Event(position + rank, EventKind.CREATED, plant_id, plant, made)
+            for rank, (plant_id, plant) in enumerate(batch)
+        ]
+        position += len(batch)
 
 
 def fill_sqlite(path: str, stock: Stock) -> None:
@@ -103,14 +112,16 @@ def fill_sqlite(path: str, stock: Stock) -> None:
         connection.close()
 
 
-def fill_sqlite_feed(path: str) -> None:
-    """Put in the feed the creation of every plant the store holds, at positions 1 to N, as
-    AUTOINCREMENT gives them: inserted, they move its count (`sqlite_sequence`) on to N.
-    """
+def fill_sqlite_feed(path: str, stock: Stock) -> None:
+    """Put in the feed the creation of the stock's plants, at positions 1 to N, through the
+    store's own batch writer, as AUTOINCREMENT gives them: inserted, they move its count
+    (`sqlite_sequence`) on to N."""
     connection = sqlite3.connect(path, isolation_level=None)
     try:
         connection.execute("BEGIN")
-        connection.execute(_FEED.format("?"), (1, EventKind.CREATED.value, time.time()))
+        for events in creation_events(stock, 1):
+            planned = Plan(outcomes=[], inserts={}, updates={}, deletes=[], events=events)
+            write_batch(connection, planned, subscribers=())
         connection.execute("COMMIT")
         connection.execute("ANALYZE events")
     finally:
@@ -132,9 +143,10 @@ def fill_postgres(url: str, stock: Stock) -> None:
         connection.execute("VACUUM (ANALYZE) plants")
 
 
-def fill_postgres_feed(url: str) -> None:
-    """Put in the feed the creation of every plant the store holds, at consecutive positions from
-    the first of `FIRST_TRANSACTION`'s: as if ended transactions had made them, 2**16 apiece.
+def fill_postgres_feed(url: str, stock: Stock) -> None:
+    """Put in the feed the creation of the stock's plants, by COPY in the rows the store's
+    batch writes, at consecutive positions from the first of `FIRST_TRANSACTION`'s: as if ended
+    transactions had made them, 2**16 apiece.
 
     The feed is read below the oldest transaction still running (`pg_snapshot_xmin`): the
     positions are checked to be below it, as they are unless the feed outgrows the transactions
@@ -146,7 +158,11 @@ def fill_postgres_feed(url: str) -> None:
 
     first = FIRST_TRANSACTION * POSITIONS_PER_TRANSACTION
     with psycopg.connect(url) as connection:
-        connection.execute(_FEED.format("%s"), (first, EventKind.CREATED.value, time.time()))
+        columns = "position, plant_id, at, document"
+        with connection.cursor().copy(f"COPY events ({columns}) FROM STDIN") as copy:
+            for events in creation_events(stock, first):
+                for row in event_rows(events):
+                    copy.write_row(row)
         connection.commit()
         (readable,) = connection.execute(
             "SELECT coalesce(max(position), 0) < "

@@ -45,11 +45,12 @@ from bench.stock import (
 )
 from plantstore.api.conditions import etag_of
 from plantstore.app import create_app
-from plantstore.core.events import Event
+from plantstore.core.stores import EventPage
 from plantstore.serving.settings import read_settings
 from plantstore.stores import open_store
 from plantstore.stores.memory import MemoryStore
 from plantstore.stores.postgres_batch import POSITIONS_PER_TRANSACTION
+from plantstore.testing.feed import events_of
 from plantstore.testing.postgres_server import PostgresServer
 from plantstore.testing.webhook_receiver import Delivery
 from plantstore.tokens.file import read_tokens_file
@@ -232,9 +233,9 @@ def test_deep_pages_of_events_start_all_over_the_feed():
     assert min(afters) >= 1 and max(afters) <= 100_000 - feed.LIMIT
 
 
-def changes(events: list[Event]) -> list[tuple]:
+def changes(page: EventPage) -> list[tuple]:
     """What each event says changed: its kind, its plant's id and the plant."""
-    return [(event.kind, event.plant_id, event.plant) for event in events]
+    return [(event.kind, event.plant_id, event.plant) for event in events_of(page)]
 
 
 def assert_feed_filled_like_the_service(url: str, first: int) -> None:
@@ -244,9 +245,10 @@ def assert_feed_filled_like_the_service(url: str, first: int) -> None:
     create(create_app(CONFIG, made), 0, SMALL)
     store = open_store(url)
     try:
-        filled = store.events(None, SMALL + 1).events
-        assert changes(filled) == changes(made.events(None, SMALL + 1).events)
-        assert [event.position for event in filled] == list(range(first, first + SMALL))
+        filled = store.events(None, SMALL + 1)
+        assert changes(filled) == changes(made.events(None, SMALL + 1))
+        positions = [event.position for event in events_of(filled)]
+        assert positions == list(range(first, first + SMALL))
         feed.plan_paths(asking(create_app(CONFIG, store)), SMALL, SMALL, seed=0)
     finally:
         store.close()
@@ -256,7 +258,7 @@ def test_a_sqlite_feed_is_filled_as_the_service_would_fill_it(tmp_path):
     """At positions 1 to N, and the next the service gives is N + 1."""
     path = tmp_path / "plants.db"
     fill_sqlite(str(path), Stock(SMALL))
-    fill_sqlite_feed(str(path))
+    fill_sqlite_feed(str(path), Stock(SMALL))
     assert_feed_filled_like_the_service(f"sqlite:///{path}", 1)
     store = open_store(f"sqlite:///{path}")
     try:
@@ -267,7 +269,7 @@ def test_a_sqlite_feed_is_filled_as_the_service_would_fill_it(tmp_path):
 
 def test_a_postgresql_feed_is_filled_as_the_service_would_fill_it(postgres_url):
     fill_postgres(postgres_url, Stock(SMALL))
-    fill_postgres_feed(postgres_url)
+    fill_postgres_feed(postgres_url, Stock(SMALL))
     assert_feed_filled_like_the_service(postgres_url, FIRST_TRANSACTION * POSITIONS_PER_TRANSACTION)
 
 

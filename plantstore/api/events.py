@@ -7,7 +7,6 @@ from typing import Protocol
 from plantstore.api.openapi.operation import Operation, PathItem, answer
 from plantstore.api.routing import next_page
 from plantstore.api.schemas import EventQuerySchema
-from plantstore.core.events import Event, EventKind, rfc3339
 from plantstore.core.stores import EventPage, PlantStore
 
 _QUERY = EventQuerySchema()
@@ -52,9 +51,9 @@ class Events:
     def on_get(self, req, resp):
         query = _QUERY.load(req.params)
         page = self._store.events(query.get("after"), query["limit"])
-        if not page.events and query["wait"]:
+        if not page.documents and query["wait"]:
             page = self._wait(page, query["limit"], query["wait"])
-        events = b",".join(map(_event_document, page.events))
+        events = b",".join(page.documents)
         resp.data = b'{"events":[%b],"after":"%d"}' % (events, page.after)
         if page.full:
             given = {name: query[name] for name in ("limit", "wait") if name in req.params}
@@ -69,7 +68,7 @@ class Events:
         self._waiting.inc()
         try:
             deadline = time.monotonic() + seconds
-            while not page.events and (left := deadline - time.monotonic()) > 0:
+            while not page.documents and (left := deadline - time.monotonic()) > 0:
                 if not self._store.wait_for_events(left):
                     break
                 page = self._store.events(page.after, limit)
@@ -77,16 +76,3 @@ class Events:
             self._waiting.dec()
             self._waits.release()
         return page
-
-
-def _event_document(event: Event) -> bytes:
-    """The `Event` document of an event: its plant as stored, with no parse and no dump (the
-    other fields are numbers and names that JSON needs no escape for)."""
-    plant = b"null" if event.plant is None else event.plant
-    at = rfc3339(event.at).encode()
-    kind = _FEED_TYPES[event.kind]
-    return _EVENT % (event.position, kind, event.plant_id, plant, at)
-
-
-_EVENT = b'{"id":"%d","type":"%b","plant_id":%d,"plant":%b,"at":"%b"}'
-_FEED_TYPES = {kind: kind.feed_type.encode() for kind in EventKind}

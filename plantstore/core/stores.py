@@ -3,7 +3,6 @@ protocols, and the errors a store raises."""
 
 from typing import NamedTuple, Protocol
 
-from plantstore.core.events import Event
 from plantstore.core.plants import Condition, Page, Put
 
 
@@ -33,8 +32,9 @@ class CursorGone(Exception):
 class EventPage(NamedTuple):
     """A page of the feed, as `PlantStore.events` gives it."""
 
-    #: In the feed's order: for each plant, the order its changes were committed in.
-    events: list[Event]
+    #: Each event's `Event` document (`plantstore.core.events.documents_of`), in the feed's
+    #: order: for each plant, the order its changes were committed in.
+    documents: list[bytes]
     #: The cursor to go on from: the last event's position, or, when the page holds every event
     #: there is after the cursor, as far as the feed was read.
     after: int
@@ -42,13 +42,15 @@ class EventPage(NamedTuple):
     full: bool
 
     @classmethod
-    def of(cls, events: list[Event], limit: int, after: int, head: int) -> "EventPage":
-        """The page of `events` read after `after`, up to `limit`, from a feed whose every event
-        up to `head` is there to read: a full page goes on from its last event, another from
-        where the feed was read to."""
-        if len(events) == limit:
-            return cls(events, events[-1].position, full=True)
-        return cls(events, max(after, head), full=False)
+    def of(
+        cls, documents: list[bytes], last: int, limit: int, after: int, head: int
+    ) -> "EventPage":
+        """The page of `documents`, the last of them at position `last`, read after `after`,
+        up to `limit`, from a feed whose every event up to `head` is there to read: a full page
+        goes on from its last event, another from where the feed was read to."""
+        if len(documents) == limit:
+            return cls(documents, last, full=True)
+        return cls(documents, max(after, head), full=False)
 
 
 class PlantStore(Protocol):

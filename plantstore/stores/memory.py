@@ -80,7 +80,9 @@ class MemoryStore:
                 after = self._feed.pruned_through
             elif after < self._feed.pruned_through:
                 raise CursorGone
-            return EventPage.of(self._feed.after(after, limit), limit, after, self._feed.head)
+            documents = self._feed.after(after, limit)
+            last = after + len(documents)
+            return EventPage.of(documents, last, limit, after, self._feed.head)
 
     def head(self) -> int:
         with self._lock:

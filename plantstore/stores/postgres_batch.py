@@ -51,8 +51,8 @@ _BEGUN = "SELECT pg_current_xact_id()::text::bigint, set_config('statement_timeo
 #: The events, inserted once `plantstore_events_in_order` (of the batch's plants and its first
 #: position) passes: a condition on no row, which PostgreSQL tests once, before any insert.
 _EVENTS = (
-    "INSERT INTO events (position, kind, plant_id, plant, at) "
-    "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::json[], %s::float8[]) "
+    "INSERT INTO events (position, plant_id, at, document) "
+    "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::float8[], %s::text[]) "
     "WHERE plantstore_events_in_order(%s::bigint[], %s::bigint)"
 )
 #: The rows of the ids that no other transaction holds, locked, with what they hold; the ids

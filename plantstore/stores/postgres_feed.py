@@ -11,16 +11,16 @@ import psycopg
 
 from plantstore.core.stores import CursorGone, EventPage
 from plantstore.stores.postgres_batch import POSITIONS_PER_TRANSACTION
-from plantstore.stores.sql import feed_event, pruned_through
+from plantstore.stores.sql import page_of, pruned_through
 
 #: The last position that can be read: just below the first of the oldest running transaction.
 _HEAD = f"(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * {POSITIONS_PER_TRANSACTION}) - 1"
 #: In one statement, so one snapshot: the feed's head, how far it was pruned, and the page.
 _READ = (
     f"WITH feed_now AS MATERIALIZED (SELECT {_HEAD} AS head, pruned_through FROM feed) "
-    "SELECT feed_now.head, feed_now.pruned_through, page.position, page.kind, page.plant_id, "
-    "page.plant, page.at FROM feed_now LEFT JOIN LATERAL (SELECT position, kind, plant_id, "
-    "convert_to(plant::text, 'UTF8') AS plant, at FROM events "
+    "SELECT feed_now.head, feed_now.pruned_through, page.position, page.document "
+    "FROM feed_now LEFT JOIN LATERAL (SELECT position, "
+    "convert_to(document, 'UTF8') AS document FROM events "
     "WHERE position > coalesce(%(after)s::bigint, "
     "feed_now.pruned_through) AND position <= feed_now.head ORDER BY position "
     "LIMIT %(limit)s) AS page ON true ORDER BY page.position"
@@ -41,8 +41,8 @@ def read_events(connection: psycopg.Connection, after: int | None, limit: int) -
     head, pruned = rows[0][:2]
     if after is not None and after < pruned:
         raise CursorGone
-    events = [feed_event(*row[2:]) for row in rows if row[2] is not None]
-    return EventPage.of(events, limit, pruned if after is None else after, head)
+    page = [row[2:] for row in rows if row[2] is not None]
+    return page_of(page, limit, pruned if after is None else after, head)
 
 
 def head(connection: psycopg.Connection) -> int:

@@ -78,8 +78,8 @@ def _create_feed(connection: psycopg.Connection) -> None:
     grows; so the function turns sequential scans off while it runs (`SET enable_seqscan`).
     """
     connection.execute(
-        "CREATE TABLE IF NOT EXISTS events (position bigint PRIMARY KEY, kind text NOT NULL, "
-        "plant_id bigint NOT NULL, plant json, at double precision NOT NULL)"
+        "CREATE TABLE IF NOT EXISTS events (position bigint PRIMARY KEY, "
+        "plant_id bigint NOT NULL, at double precision NOT NULL, document text NOT NULL)"
     )
     connection.execute("CREATE INDEX IF NOT EXISTS events_by_plant ON events (plant_id, position)")
     connection.execute("CREATE TABLE IF NOT EXISTS feed (pruned_through bigint NOT NULL)")

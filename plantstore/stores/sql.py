@@ -1,5 +1,5 @@
 """What the SQLite and PostgreSQL stores share: the tag they index, schema steps, a page query,
-and the statements of the outbox.
+the feed's rows and pages, and the statements of the outbox.
 """
 
 from collections.abc import Iterable, Sequence
@@ -7,8 +7,8 @@ from typing import TypeVar
 
 import orjson
 
-from plantstore.core.events import Event, EventKind, subscriber_key
-from plantstore.core.stores import Delivery, SchemaTooNew
+from plantstore.core.events import Event, documents_of, subscriber_key
+from plantstore.core.stores import Delivery, EventPage, SchemaTooNew
 
 _Step = TypeVar("_Step")
 
@@ -87,17 +87,22 @@ def outbox_rows(events: Sequence[Event], subscribers: Sequence[str]) -> list[tup
 
 
 def event_rows(events: Sequence[Event]) -> list[tuple]:
-    """The feed's rows of `events`: (position, kind, plant id, plant as text or None, at)."""
+    """The feed's rows of `events`: (position, plant id, made at, `Event` document as text).
+
+    Each document is made here, once, and kept whole: a page of the feed is then its rows'
+    documents, joined.
+    """
     return [
-        (
-            event.position,
-            event.kind.value,
-            event.plant_id,
-            None if event.plant is None else event.plant.decode(),
-            event.at,
-        )
-        for event in events
+        (event.position, event.plant_id, event.at, document.decode())
+        for event, document in zip(events, documents_of(events), strict=True)
     ]
+
+
+def page_of(rows: Sequence[tuple[int, bytes]], limit: int, after: int, head: int) -> EventPage:
+    """The page of the feed's rows (position, document) read after `after`, up to `limit`, up
+    to `head`."""
+    documents = [document for _, document in rows]
+    return EventPage.of(documents, rows[-1][0] if rows else after, limit, after, head)
 
 
 def pruned_through(oldest: Iterable[tuple[int, float]], before: float) -> int:
@@ -110,16 +115,6 @@ def pruned_through(oldest: Iterable[tuple[int, float]], before: float) -> int:
             break
         through = position
     return through
-
-
-#: Each kind by the name the feed's rows keep: a lookup for each row of a page, where calling
-#: `EventKind(kind)` would go through the enum's metaclass each time.
-_KINDS = {kind.value: kind for kind in EventKind}
-
-
-def feed_event(position: int, kind: str, plant_id: int, plant: bytes | None, at: float) -> Event:
-    """An event as the feed's row holds it, its plant read as bytes."""
-    return Event(position, _KINDS[kind], plant_id, plant, at)
 
 
 def keys_of_urls(urls: Iterable[tuple[str]]) -> list[tuple[str, str]]:

@@ -49,7 +49,7 @@ def write_batch(connection: sqlite3.Connection, planned: Plan, subscribers: Sequ
         connection.executemany("DELETE FROM plants WHERE id = ?", [(i,) for i in planned.deletes])
     if planned.events:
         connection.executemany(
-            "INSERT INTO events (position, kind, plant_id, plant, at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO events (position, plant_id, at, document) VALUES (?, ?, ?, ?)",
             event_rows(planned.events),
         )
     if planned.events and subscribers:

@@ -3,12 +3,12 @@
 import sqlite3
 
 from plantstore.core.stores import CursorGone, EventPage
-from plantstore.stores.sql import feed_event, pruned_through
+from plantstore.stores.sql import page_of, pruned_through
 from plantstore.stores.sqlite_batch import LAST_POSITION
 
 _PRUNED_THROUGH = "SELECT pruned_through FROM feed"
 _EVENTS = (
-    "SELECT position, kind, plant_id, CAST(plant AS BLOB), at FROM events "
+    "SELECT position, CAST(document AS BLOB) FROM events "
     "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
 )
 _OLDEST = "SELECT position, at FROM events ORDER BY position LIMIT ?"
@@ -25,10 +25,10 @@ def read_events(connection: sqlite3.Connection, after: int | None, limit: int) -
         elif after < pruned:
             raise CursorGone
         (last,) = connection.execute(LAST_POSITION).fetchone()
-        events = [feed_event(*row) for row in connection.execute(_EVENTS, (after, last, limit))]
+        rows = connection.execute(_EVENTS, (after, last, limit)).fetchall()
     finally:
         connection.execute("COMMIT")
-    return EventPage.of(events, limit, after, last)
+    return page_of(rows, limit, after, last)
 
 
 def head(connection: sqlite3.Connection) -> int:

@@ -13,6 +13,7 @@ from plantstore.core.plants import ConditionFailed, Put
 from plantstore.core.stores import StoreUnavailable
 from plantstore.stores import open_store
 from plantstore.stores.postgres import PostgresStore
+from plantstore.testing.feed import events_of
 from tests.support.concurrency import at_once
 
 #: Subscribers' keys, as the deliverer names them (`subscriber_key`).
@@ -87,7 +88,7 @@ def test_a_created_plant_is_an_event_for_each_subscriber(outboxes, outbox):
     assert [delivery.subscriber for delivery in deliveries] == list(SUBSCRIBERS)
     first, second = deliveries
     assert first.webhook_id == second.webhook_id
-    (event,) = outbox.events(None, 10).events
+    (event,) = events_of(outbox.events(None, 10))
     assert first.webhook_id == event.id
     assert first.body == second.body
     assert (first.attempts, second.attempts) == (0, 0)

@@ -9,6 +9,7 @@ import pytest
 
 from plantstore.app import create_app
 from plantstore.config import Config
+from plantstore.core.events import Event, EventKind, documents_of
 from plantstore.runtime import Runtime
 from plantstore.stores import changes, postgres_batch
 from plantstore.stores.memory import MemoryStore
@@ -16,6 +17,7 @@ from plantstore.stores.postgres import PostgresStore
 from plantstore.stores.sql import page_query
 from plantstore.stores.sqlite import PLANT_BYTES, SqliteStore
 from plantstore.stores.sqlite_file import SqliteFile
+from plantstore.testing.feed import event_of
 
 FERN = b'{"name":"fern"}'
 ROSE = b'{"name":"rose","tag":"red"}'
@@ -187,8 +189,8 @@ def test_postgresql_checks_a_batchs_order_by_index_however_the_feed_grew(postgre
             session.execute(check)
         with psycopg.connect(postgres_url, autocommit=True) as writer:
             writer.execute(
-                "INSERT INTO events (position, kind, plant_id, plant, at) "
-                "SELECT n, 'created', n, NULL, 0 FROM generate_series(1, 20000) AS n"
+                "INSERT INTO events (position, plant_id, at, document) "
+                "SELECT n, n, 0, '{}' FROM generate_series(1, 20000) AS n"
             )
         before = scans(session)
         session.execute(check)
@@ -215,18 +217,18 @@ def test_postgresql_makes_a_batch_again_rather_than_put_an_event_before_a_later_
         with psycopg.connect(postgres_url, autocommit=True) as connection:
             (now,) = connection.execute("SELECT pg_current_xact_id()::text::bigint").fetchone()
             ahead = (now + 3) * postgres_batch.POSITIONS_PER_TRANSACTION
+            (planted,) = documents_of([Event(ahead, EventKind.UPDATED, 5, FERN, 0)])
             connection.execute(
-                "INSERT INTO events (position, kind, plant_id, plant, at) "
-                "VALUES (%s, 'updated', 5, %s, 0)",
-                (ahead, FERN.decode()),
+                "INSERT INTO events (position, plant_id, at, document) VALUES (%s, 5, 0, %s)",
+                (ahead, planted.decode()),
             )
         store.put(5, ROSE)
         with psycopg.connect(postgres_url) as connection:
             events = connection.execute(
-                "SELECT position, plant::text FROM events WHERE plant_id = 5 ORDER BY position"
+                "SELECT position, document FROM events WHERE plant_id = 5 ORDER BY position"
             ).fetchall()
     finally:
         store.close()
-    (last_position, last_plant) = events[-1]
-    assert last_plant == ROSE.decode()
+    (last_position, last_document) = events[-1]
+    assert event_of(last_document.encode()).plant == ROSE
     assert last_position > ahead
