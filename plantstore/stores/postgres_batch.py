@@ -52,7 +52,7 @@ _BEGUN = "SELECT pg_current_xact_id()::text::bigint, set_config('statement_timeo
 #: position) passes: a condition on no row, which PostgreSQL tests once, before any insert.
 _EVENTS = (
     "INSERT INTO events (position, plant_id, at, document) "
-    "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::float8[], %s::text[]) "
+    "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::float8[], %s::bytea[]) "
     "WHERE plantstore_events_in_order(%s::bigint[], %s::bigint)"
 )
 #: The rows of the ids that no other transaction holds, locked, with what they hold; the ids

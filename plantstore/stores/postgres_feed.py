@@ -19,8 +19,7 @@ _HEAD = f"(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * {POSITIONS_PE
 _READ = (
     f"WITH feed_now AS MATERIALIZED (SELECT {_HEAD} AS head, pruned_through FROM feed) "
     "SELECT feed_now.head, feed_now.pruned_through, page.position, page.document "
-    "FROM feed_now LEFT JOIN LATERAL (SELECT position, "
-    "convert_to(document, 'UTF8') AS document FROM events "
+    "FROM feed_now LEFT JOIN LATERAL (SELECT position, document FROM events "
     "WHERE position > coalesce(%(after)s::bigint, "
     "feed_now.pruned_through) AND position <= feed_now.head ORDER BY position "
     "LIMIT %(limit)s) AS page ON true ORDER BY page.position"

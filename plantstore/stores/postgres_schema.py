@@ -79,7 +79,7 @@ def _create_feed(connection: psycopg.Connection) -> None:
     """
     connection.execute(
         "CREATE TABLE IF NOT EXISTS events (position bigint PRIMARY KEY, "
-        "plant_id bigint NOT NULL, at double precision NOT NULL, document text NOT NULL)"
+        "plant_id bigint NOT NULL, at double precision NOT NULL, document bytea NOT NULL)"
     )
     connection.execute("CREATE INDEX IF NOT EXISTS events_by_plant ON events (plant_id, position)")
     connection.execute("CREATE TABLE IF NOT EXISTS feed (pruned_through bigint NOT NULL)")

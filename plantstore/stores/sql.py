@@ -87,13 +87,14 @@ def outbox_rows(events: Sequence[Event], subscribers: Sequence[str]) -> list[tup
 
 
 def event_rows(events: Sequence[Event]) -> list[tuple]:
-    """The feed's rows of `events`: (position, plant id, made at, `Event` document as text).
+    """The feed's rows of `events`: (position, plant id, made at, `Event` document).
 
     Each document is made here, once, and kept whole: a page of the feed is then its rows'
-    documents, joined.
+    documents, joined. Kept as bytes (BLOB, bytea), so that they go to PostgreSQL in hex,
+    with nothing to escape in them, and come back as they went.
     """
     return [
-        (event.position, event.plant_id, event.at, document.decode())
+        (event.position, event.plant_id, event.at, document)
         for event, document in zip(events, documents_of(events), strict=True)
     ]
 

@@ -8,7 +8,7 @@ from plantstore.stores.sqlite_batch import LAST_POSITION
 
 _PRUNED_THROUGH = "SELECT pruned_through FROM feed"
 _EVENTS = (
-    "SELECT position, CAST(document AS BLOB) FROM events "
+    "SELECT position, document FROM events "
     "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
 )
 _OLDEST = "SELECT position, at FROM events ORDER BY position LIMIT ?"

@@ -90,7 +90,7 @@ def _create_feed(connection: sqlite3.Connection) -> None:
     """
     connection.execute(
         "CREATE TABLE IF NOT EXISTS events (position INTEGER PRIMARY KEY AUTOINCREMENT, "
-        "plant_id INTEGER NOT NULL, at REAL NOT NULL, document TEXT NOT NULL)"
+        "plant_id INTEGER NOT NULL, at REAL NOT NULL, document BLOB NOT NULL)"
     )
     connection.execute("CREATE TABLE IF NOT EXISTS feed (pruned_through INTEGER NOT NULL)")
     connection.execute("INSERT INTO feed (pruned_through) VALUES (0)")

@@ -242,7 +242,7 @@ def kept_documents(url: str) -> list[bytes]:
     else:
         with psycopg.connect(url) as connection:
             rows = connection.execute(query).fetchall()
-    return [kept.encode() for (kept,) in rows]
+    return [kept for (kept,) in rows]
 
 
 @pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
