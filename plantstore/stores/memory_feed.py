@@ -53,7 +53,7 @@ class MemoryFeed:
     def prune(self, before: float, limit: int) -> int:
         """Forget up to `limit` of the oldest events made before `before` (to the millisecond);
         give how many."""
-        before_ms = milliseconds(before)
+        before_ms = before * 1000  # a float: `before` may be infinite, to forget by count alone
         end, last = self._gone, min(self._gone + limit, len(self._kinds))
         while end < last and self._times_ms[end] < before_ms:
             end += 1

@@ -254,3 +254,16 @@ def test_a_sql_stores_page_of_events_is_the_documents_kept_with_the_changes(any_
     page = any_store.events(None, 10)
     assert len(page.documents) == 3
     assert page.documents == kept_documents(store_url)
+
+
+def test_the_memory_store_keeps_its_last_events_past_its_feeds_limit(monkeypatch):
+    """Past `FEED_LIMIT` events it forgets the oldest, whatever their age, and goes on taking
+    changes."""
+    monkeypatch.setattr("plantstore.stores.memory.FEED_LIMIT", 3)
+    store = MemoryStore()
+    for plant_id in range(5):
+        store.add(plant_id, document(f"plant {plant_id}"))
+    kept = events_of(store.events(None, 10))
+    assert [event.plant_id for event in kept] == [2, 3, 4]
+    with pytest.raises(CursorGone):
+        store.events(kept[0].position - 2, 10)
