@@ -80,9 +80,10 @@ class MemoryStore:
                 after = self._feed.pruned_through
             elif after < self._feed.pruned_through:
                 raise CursorGone
-            documents = self._feed.after(after, limit)
-            last = after + len(documents)
-            return EventPage.of(documents, last, limit, after, self._feed.head)
+            made = self._feed.after(after, limit)
+            head = self._feed.head
+        documents = list(made)
+        return EventPage.of(documents, after + len(documents), limit, after, head)
 
     def head(self) -> int:
         with self._lock:

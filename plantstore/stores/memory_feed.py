@@ -2,6 +2,7 @@
 to track, however many events it keeps."""
 
 from array import array
+from collections.abc import Iterator
 
 from plantstore.core.events import KINDS, Event, feed_documents, milliseconds
 
@@ -35,19 +36,18 @@ class MemoryFeed:
             self._plants.append(event.plant)
             self._times_ms.append(milliseconds(event.at))
 
-    def after(self, position: int, limit: int) -> list[bytes]:
+    def after(self, position: int, limit: int) -> Iterator[bytes]:
         """The documents of up to `limit` events after `position`, which is kept (not before
-        `pruned_through`)."""
+        `pruned_through`): the columns are copied now, the documents made as they are taken,
+        so that a reader can make them after it let go of the store's lock."""
         start = self._gone + position - self.pruned_through
         stop = min(start + limit, len(self._kinds))
-        return list(
-            feed_documents(
-                range(position + 1, position + 1 + stop - start),
-                self._kinds[start:stop],
-                self._plant_ids[start:stop],
-                self._plants[start:stop],
-                self._times_ms[start:stop],
-            )
+        return feed_documents(
+            range(position + 1, position + 1 + stop - start),
+            self._kinds[start:stop],
+            self._plant_ids[start:stop],
+            self._plants[start:stop],
+            self._times_ms[start:stop],
         )
 
     def prune(self, before: float, limit: int) -> int:

@@ -222,7 +222,7 @@ def test_the_memory_feed_reads_the_documents_that_the_sql_stores_write(drawn):
     feed = MemoryFeed(first_position=1)
     feed.append(events)
     documents = documents_of(events)
-    assert feed.after(0, len(events) + 1) == documents
+    assert list(feed.after(0, len(events) + 1)) == documents
     for event, written in zip(events, documents, strict=True):
         assert orjson.loads(written) == {
             "id": event.id,
@@ -254,6 +254,18 @@ def test_a_sql_stores_page_of_events_is_the_documents_kept_with_the_changes(any_
     page = any_store.events(None, 10)
     assert len(page.documents) == 3
     assert page.documents == kept_documents(store_url)
+
+
+def test_a_memory_page_is_what_the_feed_held_when_it_was_read():
+    """The memory store makes a page's documents after letting go of its lock: they are those
+    of the columns as they were, whatever prunes and appends came between."""
+    feed = MemoryFeed(first_position=1)
+    events = [Event(n, EventKind.CREATED, n, document(f"plant {n}"), 1e9 + n) for n in (1, 2, 3)]
+    feed.append(events)
+    made = feed.after(0, 3)
+    feed.prune(float("inf"), 3)
+    feed.append([Event(4, EventKind.DELETED, 1, None, 2e9)])
+    assert list(made) == documents_of(events)
 
 
 def test_the_memory_store_keeps_its_last_events_past_its_feeds_limit(monkeypatch):
